@@ -1,0 +1,54 @@
+# marl: the two commands a fresh machine needs are `make train` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BOARD_VENV ?= .venv-board
+MAP ?= 3m
+RESULTS ?= results
+PORT ?= 8080
+
+.PHONY: venv train test test-fast lint bench board board-env clean
+
+# The virtual environment is (re)built whenever pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[test]"
+	touch $@
+
+venv: $(VENV)/.installed
+
+train: venv
+	$(PY) scripts/train_qmix.py --map $(MAP)
+
+test: venv
+	$(PY) -m ruff check marl scripts tests benchmarks
+	$(PY) -m pytest -q
+
+test-fast: venv
+	$(PY) -m pytest -q -m "not slow"
+
+lint: venv
+	$(PY) -m ruff check marl scripts tests benchmarks
+	$(PY) -m ruff format --check marl scripts tests benchmarks
+
+bench: venv
+	$(PY) -m pip install -q -e ".[bench]"
+	$(PY) benchmarks/learner_step.py
+	$(PY) benchmarks/sim_throughput.py
+
+# MindInsight 2.3.1 pins protobuf 3.20, which breaks mindspore 2.10: it lives in its own venv.
+$(BOARD_VENV)/.installed:
+	test -x $(BOARD_VENV)/bin/python || $(PYTHON) -m venv $(BOARD_VENV)
+	$(BOARD_VENV)/bin/python -m pip install -q --upgrade pip
+	$(BOARD_VENV)/bin/python -m pip install -q "mindinsight==2.3.1"
+	touch $@
+
+board-env: $(BOARD_VENV)/.installed
+
+board: board-env
+	$(BOARD_VENV)/bin/mindinsight start --summary-base-dir $(abspath $(RESULTS)) --port $(PORT)
+	@echo "MindInsight: http://127.0.0.1:$(PORT)  (stop with: $(BOARD_VENV)/bin/mindinsight stop --port $(PORT))"
+
+clean:
+	rm -rf $(VENV) $(BOARD_VENV) .pytest_cache .ruff_cache rank_0

@@ -1,0 +1,117 @@
+"""Typed, frozen configuration dataclasses (the schema). ``marl/config.py`` loads YAML layers and the
+command line into these. Defaults follow pymarl2's tuned QMIX settings; nothing an environment knows
+(agents, obs/state sizes, actions, episode limit) appears here: it comes from ``get_env_info()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """Which environment to build. ``args`` go to the env constructor (e.g. SMAC option flags)."""
+
+    name: str = "sc2"  # registry env name: sc2 | mpe | gym | fake
+    map_name: str = "3m"  # SMAC map / MPE scenario / Gymnasium id
+    backend: str = "sim"  # SMAC engine: sim | sc2 | auto
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """Agent network (shared parameters across agents)."""
+
+    name: str = "rnn"  # rnn | mlp
+    hidden_dim: int = 64
+    obs_last_action: bool = True  # append the agent's previous action one-hot to its input
+    obs_agent_id: bool = True  # append the agent-id one-hot to its input
+
+
+@dataclass(frozen=True)
+class MixerConfig:
+    """Value-decomposition mixer."""
+
+    name: str = "qmix"  # qmix | vdn | none (IQL)
+    embed_dim: int = 32
+    hypernet_layers: int = 2  # 1 or 2
+    hypernet_dim: int = 64
+
+
+@dataclass(frozen=True)
+class ExplorationConfig:
+    """Linear ε annealing over environment steps."""
+
+    epsilon_start: float = 1.0
+    epsilon_finish: float = 0.05
+    epsilon_anneal_time: int = 100_000
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    """Learner and replay settings."""
+
+    name: str = "q_learner"
+    optimizer: str = "adam"  # adam | rmsprop (PyTorch semantics: eps outside the sqrt)
+    lr: float = 1e-3
+    optim_alpha: float = 0.99  # RMSprop smoothing
+    optim_eps: float = 1e-5
+    gamma: float = 0.99
+    td_lambda: float = 0.6  # 0 = one-step targets
+    double_q: bool = True
+    grad_norm_clip: float = 10.0
+    target_update_interval: int = 200  # episodes between hard target updates
+    target_update_tau: float = 0.0  # > 0: soft (Polyak) update every train step instead
+    batch_size: int = 128  # episodes per train step
+    buffer_size: int = 5000  # episodes in the replay buffer
+    use_jit: bool = True  # compile the train step with ms.jit
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    """How episodes are collected."""
+
+    name: str = "parallel"  # episode | parallel
+    batch_size_run: int = 8  # environments stepped together
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """Console, JSONL and MindInsight logging; periodic greedy tests."""
+
+    log_interval: int = 10_000  # env steps between console/JSONL/summary lines
+    test_interval: int = 10_000  # env steps between greedy test phases
+    test_nepisode: int = 32
+    mindinsight: bool = True  # write a MindSpore SummaryRecord for MindInsight
+    histogram_interval: int = 50_000  # env steps between Q histograms
+    progress: bool = True  # one-line progress bar with ETA
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    """Periodic and best-model checkpoints."""
+
+    save_interval: int = 100_000  # env steps between periodic saves (0 = only at the end)
+    keep_last: int = 3
+    save_best: bool = True  # also keep the best test-win-rate (or test-return) model
+
+
+@dataclass(frozen=True)
+class Config:
+    """A whole experiment."""
+
+    alg: str = "qmix"
+    seed: int = 0
+    t_max: int = 2_050_000  # env steps to train
+    results_dir: str = "results"
+    run_name: str = ""  # default: <alg>_<map>_seed<seed>_<timestamp>
+    ms_threads: int = 1  # MindSpore CPU kernel threads (1 or 2 on a 2-core machine)
+    env: EnvConfig = field(default_factory=EnvConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    mixer: MixerConfig = field(default_factory=MixerConfig)
+    exploration: ExplorationConfig = field(default_factory=ExplorationConfig)
+    learner: LearnerConfig = field(default_factory=LearnerConfig)
+    runner: RunnerConfig = field(default_factory=RunnerConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)

@@ -1,0 +1,150 @@
+"""Engine-neutral SMAC data: the map description and the unit table.
+
+Both engines (the embedded simulator in ``sim/`` and the real game in ``sc2/``) produce a
+:class:`UnitTable` after every step; ``features.py`` turns a table into SMAC's observations, state,
+available actions and reward without knowing which engine made it. A :class:`MapSpec` is one
+``maps/<name>.yaml`` file, loaded and validated by ``maps.py``.
+
+Coordinates are SC2 world units on the map (x to the east, y to the north); the pathing grid is
+indexed ``[x][y]`` by integer cell, ``True`` = walkable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Canonical unit names shared by both engines and the map files.
+UNIT_NAMES = (
+    "marine",
+    "marauder",
+    "medivac",
+    "stalker",
+    "zealot",
+    "colossus",
+    "hydralisk",
+    "zergling",
+    "baneling",
+    "spine_crawler",
+)
+RACES = ("T", "P", "Z")
+MAP_TYPES = (
+    "marines",
+    "MMM",
+    "stalkers_and_zealots",
+    "stalkers",
+    "colossi_stalkers_zealots",
+    "zealots",
+    "hydralisks",
+    "bane",
+    "colossus",
+)
+
+
+@dataclass(frozen=True)
+class UnitGroup:
+    """``count`` units of one type created around ``spawn`` (x, y)."""
+
+    unit: str
+    count: int
+    spawn: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class EnemyOrder:
+    """The order enemies get at every (re)spawn.
+
+    kind: ``attack_move`` (to ``target``), ``attack_move_between`` (to a uniformly random point on the
+    segment ``target``–``target2``), ``attack_group`` (attack-move to the allies' centroid) or ``none``.
+    """
+
+    kind: str
+    target: tuple[float, float] | None = None
+    target2: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class MapSpec:
+    """One SMAC scenario (see ../shared/specs/smac.md §2).
+
+    ``allies`` are listed in agent-id order (SMAC sorts agents by unit type); ``enemies`` in enemy-id
+    order. ``pathing_grid`` is a (map_x, map_y) bool array, ``True`` where a ground unit may walk.
+    """
+
+    name: str
+    ally_race: str
+    enemy_race: str
+    episode_limit: int
+    unit_type_bits: int
+    map_type: str
+    allies: tuple[UnitGroup, ...]
+    enemies: tuple[UnitGroup, ...]
+    enemy_order: EnemyOrder
+    pathing_grid: np.ndarray = field(repr=False, compare=False)
+    map_size: tuple[int, int] = (32, 32)
+    terrain_height: np.ndarray | None = field(default=None, repr=False, compare=False)
+    description: str = ""
+
+    @property
+    def n_agents(self) -> int:
+        return sum(g.count for g in self.allies)
+
+    @property
+    def n_enemies(self) -> int:
+        return sum(g.count for g in self.enemies)
+
+    @property
+    def ally_types(self) -> tuple[str, ...]:
+        """Unit name of every agent, in agent-id order."""
+        return tuple(g.unit for g in self.allies for _ in range(g.count))
+
+    @property
+    def enemy_types(self) -> tuple[str, ...]:
+        """Unit name of every enemy, in enemy-id order."""
+        return tuple(g.unit for g in self.enemies for _ in range(g.count))
+
+
+@dataclass
+class SideTable:
+    """The units of one side, one row per unit, in id order.
+
+    health/shield are current values (health 0 = dead); ``cooldown`` is the weapon cooldown left in
+    game loops; ``energy`` is Medivac energy (0 for other units).
+    """
+
+    unit_type: tuple[str, ...]
+    pos: np.ndarray  # (n, 2) float
+    health: np.ndarray  # (n,)
+    health_max: np.ndarray  # (n,)
+    shield: np.ndarray  # (n,)
+    shield_max: np.ndarray  # (n,)
+    cooldown: np.ndarray  # (n,) game loops
+    energy: np.ndarray  # (n,)
+
+    @property
+    def alive(self) -> np.ndarray:
+        return self.health > 0
+
+    def copy(self) -> SideTable:
+        return SideTable(
+            self.unit_type,
+            self.pos.copy(),
+            self.health.copy(),
+            self.health_max.copy(),
+            self.shield.copy(),
+            self.shield_max.copy(),
+            self.cooldown.copy(),
+            self.energy.copy(),
+        )
+
+
+@dataclass
+class UnitTable:
+    """Both sides at one moment: what every engine hands to ``features.py``."""
+
+    allies: SideTable
+    enemies: SideTable
+
+    def copy(self) -> UnitTable:
+        return UnitTable(self.allies.copy(), self.enemies.copy())
