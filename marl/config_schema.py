@@ -74,6 +74,7 @@ class RunnerConfig:
 
     name: str = "parallel"  # episode | parallel
     batch_size_run: int = 8  # environments stepped together
+    subprocess: bool = False  # step the envs in worker processes (worth it for slow envs, e.g. the real game)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ KINDS = ("env", "agent", "mixer", "critic", "learner", "runner", "baseline")
 # Modules whose import registers the built-in components of each kind (imported lazily, so that
 # importing marl.registry never pulls in MindSpore).
 _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
-    "env": ("marl.envs.smac", "marl.envs.mpe", "marl.envs.gym"),
+    "env": ("marl.envs.fake", "marl.envs.smac", "marl.envs.mpe", "marl.envs.gym"),
     "agent": ("marl.modules.agents",),
     "mixer": ("marl.modules.mixers",),
     "critic": ("marl.modules.critics",),

@@ -1,0 +1,15 @@
+#!/usr/bin/env python
+"""Evaluate a checkpoint greedily and print the win rate.
+
+python scripts/evaluate.py --checkpoint results/<run>/models/best --map 3m --episodes 32 --save-replay
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from marl.cli import evaluate_main  # noqa: E402
+
+if __name__ == "__main__":
+    evaluate_main()

@@ -1,0 +1,79 @@
+"""Scheme, EpisodeBatch and ReplayBuffer: shapes from EnvInfo, filling, wrap-around, sampling."""
+
+import numpy as np
+import pytest
+
+from marl.buffers import EpisodeBatch, ReplayBuffer, Scheme
+from marl.envs.base import EnvInfo
+
+INFO = EnvInfo(n_agents=3, n_actions=9, obs_shape=30, state_shape=48, episode_limit=60)
+
+
+def test_scheme_sizes_come_from_env_info():
+    scheme = Scheme(INFO)
+    assert scheme.max_seq_length == 61
+    assert scheme.fields["obs"].shape == (3, 30)
+    assert scheme.fields["state"].shape == (48,)
+    assert scheme.fields["avail_actions"].shape == (3, 9)
+    assert scheme.fields["actions"].shape == (3, 1)
+    assert scheme.fields["actions_onehot"].shape == (3, 9)
+    batch = EpisodeBatch(scheme, 4)
+    assert batch["obs"].shape == (4, 61, 3, 30)
+    assert batch.nbytes() == 4 * scheme.bytes_per_episode()
+
+
+def test_env_info_rejects_bad_sizes():
+    with pytest.raises(ValueError, match="obs_shape"):
+        EnvInfo(n_agents=3, n_actions=9, obs_shape=0, state_shape=48, episode_limit=60)
+    info = EnvInfo.from_dict({**INFO.as_dict(), "unknown_extra": 1})
+    assert info == INFO
+
+
+def test_update_marks_filled_and_derives_onehot():
+    batch = EpisodeBatch(Scheme(INFO), 2)
+    batch.update({"actions": np.array([[1], [4], [8]])}, t=5, rows=np.array([1]))
+    assert batch["filled"][1, 5, 0] == 1 and batch["filled"][0, 5, 0] == 0
+    np.testing.assert_array_equal(batch["actions_onehot"][1, 5].argmax(-1), [1, 4, 8])
+    assert batch["actions_onehot"][1, 5].sum() == 3
+    with pytest.raises(KeyError, match="unknown episode field"):
+        batch.update({"obz": np.zeros(1)}, t=0)
+
+
+def _marked_batch(scheme, markers):
+    batch = EpisodeBatch(scheme, len(markers))
+    batch.data["reward"][:, 0, 0] = markers
+    return batch
+
+
+def test_replay_wraps_and_overwrites_oldest():
+    scheme = Scheme(INFO)
+    buf = ReplayBuffer(scheme, capacity=5, verbose=False)
+    buf.insert(_marked_batch(scheme, [1, 2, 3]))
+    assert (buf.size, buf.index) == (3, 3)
+    buf.insert(_marked_batch(scheme, [4, 5, 6, 7]))
+    assert (buf.size, buf.index, buf.episodes_in) == (5, 2, 7)
+    # slots 0 and 1 now hold episodes 6 and 7; episodes 1 and 2 are gone
+    np.testing.assert_array_equal(buf.storage["reward"][:, 0, 0], [6, 7, 3, 4, 5])
+
+
+def test_replay_samples_distinct_episodes():
+    scheme = Scheme(INFO)
+    buf = ReplayBuffer(scheme, capacity=8, verbose=False)
+    with pytest.raises(ValueError, match="cannot sample"):
+        buf.sample(2, np.random.default_rng(0))
+    buf.insert(_marked_batch(scheme, np.arange(8)))
+    rng = np.random.default_rng(0)
+    seen = set()
+    for _ in range(50):
+        s = buf.sample(4, rng)
+        markers = s["reward"][:, 0, 0]
+        assert len(set(markers)) == 4
+        seen.update(markers.tolist())
+    assert seen == set(range(8))  # uniform sampling reaches every episode
+
+
+def test_replay_reports_memory(capsys):
+    ReplayBuffer(Scheme(INFO), capacity=10)
+    assert "MiB" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="positive"):
+        ReplayBuffer(Scheme(INFO), capacity=0)
