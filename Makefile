@@ -7,7 +7,7 @@ MAP ?= 3m
 RESULTS ?= results
 PORT ?= 8080
 
-.PHONY: venv train test test-fast lint bench board board-env clean
+.PHONY: venv train test test-fast lint bench board board-env board-stop clean
 
 # The virtual environment is (re)built whenever pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml
@@ -47,8 +47,10 @@ $(BOARD_VENV)/.installed:
 board-env: $(BOARD_VENV)/.installed
 
 board: board-env
-	$(BOARD_VENV)/bin/mindinsight start --summary-base-dir $(abspath $(RESULTS)) --port $(PORT)
-	@echo "MindInsight: http://127.0.0.1:$(PORT)  (stop with: $(BOARD_VENV)/bin/mindinsight stop --port $(PORT))"
+	BOARD_VENV=$(BOARD_VENV) bash scripts/board.sh start $(RESULTS) $(PORT)
+
+board-stop:
+	BOARD_VENV=$(BOARD_VENV) bash scripts/board.sh stop $(RESULTS) $(PORT)
 
 clean:
 	rm -rf $(VENV) $(BOARD_VENV) .pytest_cache .ruff_cache rank_0

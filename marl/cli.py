@@ -20,9 +20,8 @@ def train_main(prog: str, default_alg: str, description: str, argv: Sequence[str
 
     parser = build_arg_parser(prog, default_alg, description)
     args = parser.parse_args(argv)
-    if args.resume:
-        return Trainer(None, resume=Path(args.resume)).run()
-    return Trainer(config_from_args(args)).run()
+    cfg = config_from_args(args)  # with --resume: the run's saved config plus command-line overrides
+    return Trainer(cfg, resume=Path(args.resume) if args.resume else None).run()
 
 
 def _check_compatible(trained: EnvInfo, now: EnvInfo) -> None:

@@ -75,7 +75,8 @@ class Trainer:
             if ckpt is None:
                 raise FileNotFoundError(f"--resume {resume}: no checkpoint under {Path(resume) / 'models'}")
             payload = load(ckpt)
-            cfg = config_from_dict(payload["meta"]["config"])
+            if cfg is None:  # else: the caller's config (the saved one plus command-line overrides)
+                cfg = config_from_dict(payload["meta"]["config"])
             run_dir = Path(resume)
             print(f"[resume] {ckpt} (t_env={payload['meta']['t_env']})")
         self.cfg = cfg
@@ -108,7 +109,6 @@ class Trainer:
         )
         self.logger = Logger(self.run_dir, cfg, cfg.t_max, console=True, mindinsight=cfg.log.mindinsight)
         self.checkpointer = Checkpointer(self.run_dir, cfg.checkpoint.keep_last, cfg.checkpoint.save_best)
-        self.logger.log_text("config", dump_config(cfg))
 
     # -- checkpoints -----------------------------------------------------------------------------
     def _payload(self) -> dict[str, Any]:
@@ -121,7 +121,7 @@ class Trainer:
             "config": config_to_dict(self.cfg),
             "env_info": self.info.as_dict(),
         }
-        rng = {"trainer": self.rng.bit_generator.state, "controller": self.controller.rng_state()}
+        rng = {"trainer": self.rng.bit_generator.state, "controller": self.controller.rng.bit_generator.state}
         return {"arrays": self.learner.state_dict(), "meta": meta, "rng": rng}
 
     def _restore(self, payload: dict[str, Any]) -> None:
@@ -131,7 +131,7 @@ class Trainer:
         self.last = dict(meta["last"])
         self.best_metric = meta["best_metric"]
         self.rng.bit_generator.state = payload["rng"]["trainer"]
-        self.controller.set_rng_state(payload["rng"]["controller"])
+        self.controller.rng.bit_generator.state = payload["rng"]["controller"]
 
     def save(self, metric: float | None = None) -> Path:
         """Write a checkpoint of everything needed to resume (not the replay buffer)."""
@@ -173,6 +173,7 @@ class Trainer:
                 if self.t_env - self.last["test"] >= cfg.log.test_interval:
                     self.last["test"] = self.t_env
                     test = self._test()
+                    test["time_s"] = time.time() - t0  # wall-clock since the start of this process's run
                     for k, v in test.items():
                         log.log(k, v, self.t_env)
                     if cfg.checkpoint.save_best:

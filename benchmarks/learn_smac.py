@@ -1,0 +1,140 @@
+#!/usr/bin/env python
+"""Learning benchmark: env steps and wall-clock until the greedy test win rate reaches a target.
+
+Runs ``scripts/train_qmix.py`` once per map (a separate process each), watches the run's ``log.jsonl`` and,
+when ``test_win_rate >= --target``, drops a ``stop`` file into the run folder so the run saves and exits.
+Writes a Markdown table (command, date, nproc) to ``benchmarks/results/learn_smac.md`` (or ``--out``).
+
+    python benchmarks/learn_smac.py --maps 3m 8m 2s3z 3s5z 5m_vs_6m --t-max 1000000
+    python benchmarks/learn_smac.py --maps 3m --alg vdn t_max=300000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def read_log(path: Path) -> list[dict]:
+    """Records of a JSONL log (a partly written last line is skipped)."""
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            pass
+    return out
+
+
+def series(records: list[dict], key: str) -> list[tuple[int, float]]:
+    """(t, value) pairs of one logged key."""
+    return [(int(r["t"]), float(r["value"])) for r in records if r.get("key") == key]
+
+
+def run_map(map_name: str, args: argparse.Namespace, overrides: list[str], results: Path) -> dict:
+    """Train on one map until the target or ``--t-max``; returns the measured figures."""
+    run_name = f"bench_{args.alg}_{map_name}_seed{args.seed}_{time.strftime('%Y%m%d-%H%M%S')}"
+    run_dir = results / run_name
+    cmd = [
+        sys.executable,
+        str(ROOT / "scripts" / "train_qmix.py"),
+        "--map",
+        map_name,
+        "--alg",
+        args.alg,
+        "--seed",
+        str(args.seed),
+        f"t_max={args.t_max}",
+        f"results_dir={results}",
+        f"run_name={run_name}",
+        *overrides,
+    ]
+    print("[bench]", " ".join(cmd), flush=True)
+    start = time.time()
+    log_file = open(results / f"{run_name}.out", "w")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, cwd=ROOT)
+    reached: tuple[int, float] | None = None
+    best = 0.0
+    while proc.poll() is None:
+        time.sleep(2.0)
+        records = read_log(run_dir / "log.jsonl")
+        wins = series(records, "test_win_rate")
+        times = dict(series(records, "time_s"))
+        if wins:
+            best = max(best, max(v for _, v in wins))
+        hit = next(((t, v) for t, v in wins if v >= args.target), None)
+        if hit and reached is None:
+            reached = (hit[0], times.get(hit[0], time.time() - start))
+            (run_dir / "stop").touch()
+    log_file.close()
+    wall = time.time() - start
+    records = read_log(run_dir / "log.jsonl")
+    wins = series(records, "test_win_rate")
+    final = wins[-1][1] if wins else float("nan")
+    return {
+        "map": map_name,
+        "reached": reached is not None,
+        "t_env": reached[0] if reached else None,
+        "seconds": reached[1] if reached else None,
+        "best": max([v for _, v in wins], default=float("nan")),
+        "final": final,
+        "t_end": max((t for t, _ in wins), default=0),
+        "wall": wall,
+        "returncode": proc.returncode,
+        "run_dir": str(run_dir),
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--maps", nargs="+", default=["3m"])
+    p.add_argument("--alg", default="qmix")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--t-max", type=int, default=1_000_000)
+    p.add_argument("--target", type=float, default=0.95)
+    p.add_argument("--results", default="/tmp/marl_bench")
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "learn_smac.md"))
+    args, overrides = p.parse_known_args()
+    results = Path(args.results)
+    results.mkdir(parents=True, exist_ok=True)
+    rows = [run_map(m, args, overrides, results) for m in args.maps]
+
+    lines = [
+        f"# Learning benchmark: {args.alg}, greedy test win rate >= {args.target:.0%}",
+        "",
+        f"- command: `python benchmarks/learn_smac.py {' '.join(sys.argv[1:])}`",
+        f"- date: {time.strftime('%Y-%m-%d %H:%M %Z')}; nproc: {os.cpu_count()}; seed {args.seed}",
+        "- engine: embedded (`backend=sim`); wall-clock includes env stepping, learning, tests and the "
+        "first jit compile",
+        "",
+        "| map | reached | t_env at target | wall-clock at target | best test win rate | final "
+        "| t_env run | run wall-clock |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        t = f"{r['t_env']:,}" if r["reached"] else "—"
+        s = f"{r['seconds'] / 60:.1f} min" if r["reached"] else "—"
+        ok = "yes" if r["reached"] else "no"
+        lines.append(
+            f"| {r['map']} | {ok} | {t} | {s} | {r['best']:.2f} | {r['final']:.2f} "
+            f"| {r['t_end']:,} | {r['wall'] / 60:.1f} min |"
+        )
+    text = "\n".join(lines) + "\n"
+    print(text)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"[bench] written to {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,303 @@
+"""``StarCraft2Env``: SMAC's environment class over an engine that produces :class:`UnitTable` s.
+
+The engine only simulates (``reset() -> UnitTable``, ``step(actions) -> UnitTable``, ``seed(s)``); every
+SMAC rule — observations, state, available actions, reward, episode end, statistics — lives in
+:mod:`marl.envs.smac.features` and here, so the embedded simulator and the real game share them.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from marl.envs.base import MultiAgentEnv
+from marl.envs.smac.features import N_ACTIONS_NO_ATTACK, SmacFeatures, SmacOptions, max_reward
+from marl.envs.smac.maps import load_map
+from marl.envs.smac.render import render_frame, save_gif
+from marl.envs.smac.types import MapSpec, UnitTable
+
+BACKENDS = ("sim", "auto", "sc2")
+_ACTION_NAMES = ("no-op", "stop", "move north", "move south", "move east", "move west")
+
+
+class Engine(Protocol):
+    """What ``StarCraft2Env`` needs from an engine."""
+
+    def reset(self) -> UnitTable: ...
+    def step(self, actions_N: np.ndarray) -> UnitTable: ...
+    def seed(self, seed: int) -> None: ...
+
+
+def make_engine(spec: MapSpec, backend: str, seed: int | None) -> Engine:
+    """The engine for ``backend`` ("sim"; "auto" falls back to "sim" until the real game is wired)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown SMAC backend {backend!r}; allowed: {', '.join(BACKENDS)}")
+    if backend == "sc2":
+        raise NotImplementedError(
+            "the real StarCraft II backend is not available yet; use backend='sim' (the embedded engine, "
+            "no game needed) or backend='auto'")
+    from marl.envs.smac.sim.engine import SimEngine
+
+    return SimEngine(spec, seed=seed)
+
+
+class StarCraft2Env(MultiAgentEnv):
+    """SMAC's ``StarCraft2Env`` (oxwhirl/smac v1 interface; Samvelyan et al., 2019, arXiv:1902.04043).
+
+    ``smac_flags`` are SMAC's options (see :class:`SmacOptions`). ``engine`` replaces the backend's
+    engine with any object that has ``reset``/``step``/``seed`` (tests, custom simulators).
+    """
+
+    def __init__(self, map_name: str = "8m", backend: str = "sim", seed: int | None = None,
+                 replay_dir: str | None = None, replay_prefix: str | None = None,
+                 engine: Engine | None = None,
+                 **smac_flags: Any) -> None:
+        self.map_name = map_name
+        self.spec = load_map(map_name)
+        self.opts = SmacOptions.from_flags(**smac_flags)
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown SMAC backend {backend!r}; allowed: {', '.join(BACKENDS)}")
+        if backend == "sc2" and engine is None:
+            make_engine(self.spec, backend, seed)  # raises the explanatory error now, not at reset()
+        self.backend = "sim" if backend == "auto" else backend
+        self.features = SmacFeatures(self.spec, self.opts)
+        self.n_agents, self.n_enemies = self.spec.n_agents, self.spec.n_enemies
+        self.n_actions = self.features.n_actions
+        self.episode_limit = self.spec.episode_limit
+        self.replay_dir = Path(replay_dir) if replay_dir else Path("replays")
+        self.replay_prefix = replay_prefix or map_name
+        self._seed = seed
+        self._engine = engine
+        self.max_reward = max_reward(self.spec, self.opts)  # replaced by the engine's maxima at first reset
+        self._max_reward_from_table = False
+        self.battles_won = self.battles_game = self.timeouts = self.restarts = 0
+        self._episode_count = 0
+        self._table: UnitTable | None = None
+        self._frames: list[tuple[UnitTable, np.ndarray | None]] = []
+        self._last_frames: list[tuple[UnitTable, np.ndarray | None]] = []
+
+    # ------------------------------------------------------------------ episode control
+    def reset(self, seed: int | None = None) -> tuple[list[np.ndarray], np.ndarray]:
+        """Start an episode; returns (per-agent observations, state)."""
+        if seed is not None:
+            self.seed(seed)
+        if self._engine is None:
+            self._engine = make_engine(self.spec, self.backend, self._seed)
+        table = self._engine.reset()
+        self._check_table(table)
+        if not self._max_reward_from_table:  # SMAC adds the enemies' health+shield maxima on the first reset
+            self.max_reward = max_reward(self.spec, self.opts, table.enemies)
+            self._max_reward_from_table = True
+        self._episode_steps = 0
+        self._terminated = False
+        self.last_action = np.zeros((self.n_agents, self.n_actions), dtype=np.float32)
+        self.death_tracker_ally = np.zeros(self.n_agents, dtype=bool)
+        self.death_tracker_enemy = np.zeros(self.n_enemies, dtype=bool)
+        self._heuristic_targets: list[int | None] = [None] * self.n_agents
+        if self._frames:
+            self._last_frames = self._frames
+        self._frames = [(table.copy(), None)]
+        self._set_table(table)
+        return self.get_obs(), self.get_state()
+
+    def step(self, actions: Any) -> tuple[float, bool, dict[str, Any]]:
+        """Apply one joint action; returns (reward, terminated, info) with SMAC's info keys."""
+        if self._table is None:
+            raise RuntimeError("call reset() before step()")
+        if self._terminated:
+            raise RuntimeError("the episode has ended; call reset() to start a new one")
+        acts = self._check_actions(actions)
+        self.last_action = np.eye(self.n_actions, dtype=np.float32)[acts]
+        if self.opts.heuristic_ai:
+            acts = self.features.heuristic_actions(self._table, self._heuristic_targets, self._avail,
+                                                   self.opts.heuristic_rest, self._geo)
+        prev = self._table
+        table = self._engine.step(acts.copy())
+        self._check_table(table)
+        self._episode_steps += 1
+        self._frames.append((table.copy(), acts))
+        self._set_table(table)
+
+        reward = self.features.battle_reward(prev, table, self.death_tracker_ally, self.death_tracker_enemy)
+        info: dict[str, Any] = {"battle_won": False,
+                                "dead_allies": int((table.allies.health <= 0).sum()),
+                                "dead_enemies": int((table.enemies.health <= 0).sum())}
+        code = self.features.end_code(table)
+        terminated = False
+        if code is not None:
+            terminated = True
+            self.battles_game += 1
+            if code == 1:
+                self.battles_won += 1
+                info["battle_won"] = True
+                reward = 1.0 if self.opts.reward_sparse else reward + self.opts.reward_win
+            elif code == -1:
+                reward = -1.0 if self.opts.reward_sparse else reward + self.opts.reward_defeat
+        elif self._episode_steps >= self.episode_limit:
+            terminated = True
+            if self.opts.continuing_episode:
+                info["episode_limit"] = True
+            self.battles_game += 1
+            self.timeouts += 1
+        if terminated:
+            self._episode_count += 1
+            self._terminated = True
+        if self.opts.reward_scale:
+            reward /= self.max_reward / self.opts.reward_scale_rate
+        return float(reward), terminated, info
+
+    def _check_actions(self, actions: Any) -> np.ndarray:
+        acts = np.asarray(actions).reshape(-1)
+        if acts.shape[0] != self.n_agents:
+            raise ValueError(f"expected {self.n_agents} actions (one per agent) on {self.map_name}, "
+                             f"got {acts.shape[0]}")
+        if not np.issubdtype(acts.dtype, np.integer):
+            if not np.all(np.equal(np.mod(acts, 1), 0)):
+                raise ValueError(f"actions must be integers, got {actions!r}")
+        acts = acts.astype(np.int64)
+        for i, a in enumerate(acts):
+            if not 0 <= a < self.n_actions:
+                raise ValueError(f"agent {i}: action {a} is out of range 0..{self.n_actions - 1}")
+            if not self.opts.heuristic_ai and not self._avail[i, a]:
+                ok = np.flatnonzero(self._avail[i]).tolist()
+                raise ValueError(f"agent {i} cannot take action {a} ({self.action_name(i, int(a))}); "
+                                 f"available actions: {ok}")
+        return acts
+
+    def action_name(self, agent_id: int, action: int) -> str:
+        """Readable name of an action of one agent."""
+        if action < N_ACTIONS_NO_ATTACK:
+            return _ACTION_NAMES[action]
+        if self.features.ally_medivac[agent_id]:
+            return f"heal ally {action - N_ACTIONS_NO_ATTACK}"
+        return f"attack enemy {action - N_ACTIONS_NO_ATTACK}"
+
+    def _check_table(self, table: UnitTable) -> None:
+        if len(table.allies.health) != self.n_agents or len(table.enemies.health) != self.n_enemies:
+            raise RuntimeError(f"engine returned {len(table.allies.health)} allies and "
+                               f"{len(table.enemies.health)} enemies; {self.map_name} has "
+                               f"{self.n_agents} and {self.n_enemies}")
+
+    def _set_table(self, table: UnitTable) -> None:
+        """Cache what every getter needs: geometry, availability and observations of ``table``."""
+        self._table = table
+        self._geo = self.features.geometry(table)
+        self._avail = self.features.avail_actions(table, self._geo)
+        self._obs = self.features.observations(table, self._avail, self.last_action, self._episode_steps,
+                                               self._geo)
+
+    def _require(self) -> UnitTable:
+        if self._table is None:
+            raise RuntimeError("call reset() first")
+        return self._table
+
+    # ------------------------------------------------------------------ SMAC getters
+    def get_obs(self) -> list[np.ndarray]:
+        self._require()
+        return list(self._obs)
+
+    def get_obs_agent(self, agent_id: int) -> np.ndarray:
+        self._require()
+        return self._obs[agent_id]
+
+    def get_obs_size(self) -> int:
+        return self.features.obs_size
+
+    def get_state(self) -> np.ndarray:
+        table = self._require()
+        return self.features.state(table, self.last_action, self._episode_steps, self._obs)
+
+    def get_state_size(self) -> int:
+        return self.features.state_size
+
+    def get_state_dict(self) -> dict[str, np.ndarray]:
+        """State blocks as arrays: allies (n_agents, nf_al), enemies, last_action, timestep (when on)."""
+        if self.opts.obs_instead_of_state:
+            raise ValueError("get_state_dict is not defined with obs_instead_of_state=True")
+        s = self.get_state()
+        f = self.features
+        na, ne = self.n_agents * f.ally_state_size, self.n_enemies * f.enemy_state_size
+        out = {"allies": s[:na].reshape(self.n_agents, -1),
+               "enemies": s[na:na + ne].reshape(self.n_enemies, -1)}
+        if self.opts.state_last_action:
+            out["last_action"] = self.last_action.copy()
+        if self.opts.state_timestep_number:
+            out["timestep"] = s[-1:]
+        return out
+
+    def get_avail_actions(self) -> list[list[int]]:
+        self._require()
+        return self._avail.tolist()
+
+    def get_avail_agent_actions(self, agent_id: int) -> list[int]:
+        self._require()
+        return self._avail[agent_id].tolist()
+
+    def get_total_actions(self) -> int:
+        return self.n_actions
+
+    def get_obs_move_feats_size(self) -> int:
+        return self.features.move_size
+
+    def get_obs_enemy_feats_size(self) -> tuple[int, int]:
+        return self.n_enemies, self.features.enemy_feat_size
+
+    def get_obs_ally_feats_size(self) -> tuple[int, int]:
+        return self.n_agents - 1, self.features.ally_feat_size
+
+    def get_obs_own_feats_size(self) -> int:
+        return self.features.own_size + int(self.opts.obs_timestep_number)
+
+    def get_env_info(self) -> dict[str, Any]:
+        return {"state_shape": self.get_state_size(), "obs_shape": self.get_obs_size(),
+                "n_actions": self.n_actions, "n_agents": self.n_agents, "episode_limit": self.episode_limit,
+                "agent_features": list(self.features.agent_features),
+                "enemy_features": list(self.features.enemy_features)}
+
+    def get_stats(self) -> dict[str, Any]:
+        return {"battles_won": self.battles_won, "battles_game": self.battles_game,
+                "battles_draw": self.timeouts,
+                "win_rate": self.battles_won / self.battles_game if self.battles_game else 0.0,
+                "timeouts": self.timeouts, "restarts": self.restarts}
+
+    def get_visibility_matrix(self) -> np.ndarray:
+        """(n_agents, n_agents + n_enemies) bool matrix of who each living agent sees."""
+        table = self._require()
+        return self.features.visibility(table, self._geo)
+
+    def get_unit_types(self) -> list[str]:
+        """Unit name of every agent, in agent-id order."""
+        return list(self.spec.ally_types)
+
+    # ------------------------------------------------------------------ misc
+    def seed(self, seed: int | None = None) -> int | None:
+        """Set the engine's random seed (used from the next reset)."""
+        self._seed = seed
+        if self._engine is not None and seed is not None:
+            self._engine.seed(seed)
+        return self._seed
+
+    def render(self, mode: str = "rgb_array") -> np.ndarray:
+        """RGB uint8 top-down image of the current moment."""
+        if mode != "rgb_array":
+            raise ValueError(f"render mode {mode!r} is not supported; use 'rgb_array'")
+        table = self._require()
+        last = self._frames[-1][1] if self._frames else None
+        return render_frame(self.spec, table, last, medivac_heals=True)
+
+    def save_replay(self) -> str:
+        """Save the last finished episode (or the one running) as an animated GIF; returns its path."""
+        frames = self._frames if (self._terminated or not self._last_frames) else self._last_frames
+        images = [render_frame(self.spec, t, a, medivac_heals=True) for t, a in frames]
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        path = self.replay_dir / f"{self.replay_prefix}_{stamp}_{self._episode_count}.gif"
+        return str(save_gif(images, path))
+
+    def close(self) -> None:
+        """Release the engine and the stored frames."""
+        self._engine = None
+        self._table = None
+        self._frames, self._last_frames = [], []

@@ -1,0 +1,122 @@
+"""End to end: the Logger's summaries read back through a real MindInsight server's REST API.
+
+MindInsight 2.3.1 lives in its own virtual environment (``.venv-board``: it pins protobuf 3.20, which
+breaks MindSpore 2.10). When the venv is missing this test builds it with ``make board-env`` (about a
+minute on a fresh machine); it is skipped only when the package cannot be installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from marl.config import load_config
+from marl.logging import Logger
+
+ROOT = Path(__file__).resolve().parent.parent
+BOARD_VENV = ROOT / ".venv-board"
+API = "/v1/mindinsight/datavisual"
+
+
+def ensure_board_venv() -> Path:
+    """Path of the ``mindinsight`` executable, building ``.venv-board`` first when needed."""
+    exe = BOARD_VENV / "bin" / "mindinsight"
+    if exe.is_file() and (BOARD_VENV / ".installed").is_file():
+        return exe
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed, cannot build .venv-board")
+    proc = subprocess.run(["make", "-C", str(ROOT), "board-env"], capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0 or not exe.is_file():
+        pytest.skip(f"mindinsight==2.3.1 could not be installed (make board-env): {proc.stderr[-800:]}")
+    return exe
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get_json(port: int, path: str, **params: str) -> dict:
+    url = f"http://127.0.0.1:{port}{API}/{path}?{urllib.parse.urlencode(params)}"
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+@pytest.mark.mindinsight
+def test_scalars_round_trip_through_mindinsight(tmp_path: Path) -> None:
+    exe = ensure_board_venv()
+    results = tmp_path / "results"
+    run_dir = results / "qmix_3m_seed0"
+    expected = {"return_mean": {}, "battle_won_mean": {}}
+    lg = Logger(run_dir, load_config("qmix"), t_max=1000, console=False, mindinsight=True)
+    assert lg.mindinsight_active
+    for i, t in enumerate(range(100, 600, 100)):
+        expected["return_mean"][t] = 0.5 + 1.25 * i
+        expected["battle_won_mean"][t] = i / 8
+        for key, series in expected.items():
+            lg.log(key, series[t], t)
+    lg.log_histogram("q_taken", np.linspace(-1.0, 1.0, 101), 500)
+    lg.close(plot=False)
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "PATH": f"{exe.parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }  # it spawns gunicorn
+    start = [
+        str(exe),
+        "start",
+        "--port",
+        str(port),
+        "--summary-base-dir",
+        str(results),
+        "--workspace",
+        str(tmp_path / "ws"),
+        "--reload-interval",
+        "1",
+    ]
+    proc = subprocess.run(start, capture_output=True, text=True, timeout=120, env=env)
+    try:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert f"127.0.0.1:{port}" in proc.stdout  # listens on loopback only
+        deadline, jobs = time.monotonic() + 60, []
+        while time.monotonic() < deadline:
+            jobs = get_json(port, "train-jobs")["train_jobs"]
+            if jobs and jobs[0]["plugins"]["scalar"]:
+                break
+            time.sleep(0.5)
+        assert [j["train_id"] for j in jobs] == ["./qmix_3m_seed0"]
+        assert set(jobs[0]["plugins"]["scalar"]) == {"return_mean/scalar", "battle_won_mean/scalar"}
+        assert jobs[0]["plugins"]["histogram"] == ["q_taken/histogram"]
+        for key, series in expected.items():
+            meta = get_json(port, "scalar/metadata", train_id="./qmix_3m_seed0", tag=f"{key}/scalar")[
+                "metadatas"
+            ]
+            got = {m["step"]: m["value"] for m in meta}
+            assert sorted(got) == sorted(series)
+            for t, value in series.items():
+                assert got[t] == pytest.approx(value, abs=1e-6)
+        hist = get_json(port, "histograms", train_id="./qmix_3m_seed0", tag="q_taken/histogram")["histograms"]
+        assert hist[0]["step"] == 500
+        buckets = hist[0][
+            "buckets"
+        ]  # [left edge, width, count]; MindInsight re-bins, so counts are approximate
+        assert buckets[0][0] == pytest.approx(-1.0, abs=0.05)
+        assert buckets[-1][0] + buckets[-1][1] == pytest.approx(1.0, abs=0.05)
+        assert sum(b[2] for b in buckets) == pytest.approx(101, rel=0.15)
+    finally:
+        subprocess.run([str(exe), "stop", "--port", str(port)], capture_output=True, timeout=60, env=env)
+    with pytest.raises(urllib.error.URLError):
+        get_json(port, "train-jobs")
