@@ -15,7 +15,7 @@ class EnvConfig:
 
     name: str = "sc2"  # registry env name: sc2 | mpe | gym | fake
     map_name: str = "3m"  # SMAC map / MPE scenario / Gymnasium id
-    backend: str = "sim"  # SMAC engine: sim | sc2 | auto
+    backend: str = "auto"  # SMAC engine: auto (game if installed, else embedded) | sim | sc2
     args: dict[str, Any] = field(default_factory=dict)
 
 
@@ -78,6 +78,17 @@ class RunnerConfig:
 
 
 @dataclass(frozen=True)
+class RayConfig:
+    """Ray cluster and env workers for ``runner.name=ray`` (and ``scripts/sweep.py``)."""
+
+    address: str = ""  # "": $RAY_ADDRESS if set, else a local Ray started in-process | auto | ray://host:10001
+    num_workers: int = 0  # env actors; runner.batch_size_run envs split evenly over them (0 = one per env)
+    worker_cpus: float = 0.0  # CPUs reserved per env actor (1 on a cluster spreads them one per core)
+    max_restarts: int = 3  # times Ray restarts a dead env actor (-1 = forever)
+    max_episode_retries: int = 3  # times one batch of episodes is played again after a worker failure
+
+
+@dataclass(frozen=True)
 class LogConfig:
     """Console, JSONL and MindInsight logging; periodic greedy tests."""
 
@@ -116,3 +127,4 @@ class Config:
     runner: RunnerConfig = field(default_factory=RunnerConfig)
     log: LogConfig = field(default_factory=LogConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
+    ray: RayConfig = field(default_factory=RayConfig)

@@ -162,11 +162,13 @@ def test_bad_actions_are_errors():
 
 
 def test_errors_on_construction():
+    from marl.envs.smac.sc2 import Sc2Unavailable
+
     with pytest.raises(ValueError, match="Did you mean 'obs_last_action'"):
         StarCraft2Env("3m", obs_last_actions=True)
     with pytest.raises(ValueError, match="unknown SMAC map '3n'.*Did you mean '3m'"):
         StarCraft2Env("3n")
-    with pytest.raises(NotImplementedError, match="backend='sim'"):
+    with pytest.raises(Sc2Unavailable, match="backend='sim'"):  # conftest hides any installed game
         StarCraft2Env("3m", backend="sc2")
     with pytest.raises(ValueError, match="allowed: sim, auto, sc2"):
         StarCraft2Env("3m", backend="pysc2")

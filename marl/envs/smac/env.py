@@ -17,9 +17,11 @@ from marl.envs.base import MultiAgentEnv
 from marl.envs.smac.features import N_ACTIONS_NO_ATTACK, SmacFeatures, SmacOptions, max_reward
 from marl.envs.smac.maps import load_map
 from marl.envs.smac.render import render_frame, save_gif
+from marl.envs.smac.sc2 import EpisodeAborted, resolve_backend
 from marl.envs.smac.types import MapSpec, UnitTable
 
 BACKENDS = ("sim", "auto", "sc2")
+_ANNOUNCED: set[str] = set()  # backend choices already printed in this process
 _ACTION_NAMES = ("no-op", "stop", "move north", "move south", "move east", "move west")
 
 
@@ -31,14 +33,17 @@ class Engine(Protocol):
     def seed(self, seed: int) -> None: ...
 
 
-def make_engine(spec: MapSpec, backend: str, seed: int | None) -> Engine:
-    """The engine for ``backend`` ("sim"; "auto" falls back to "sim" until the real game is wired)."""
+def make_engine(spec: MapSpec, backend: str, seed: int | None, difficulty: str = "7",
+                step_mul: int = 8) -> Engine:
+    """The engine for ``backend``: "sim" (embedded), "sc2" (the real game; an error saying how to install
+    it when absent) or "auto" (the game when it and the map are found, else the embedded engine)."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown SMAC backend {backend!r}; allowed: {', '.join(BACKENDS)}")
+    backend, _ = resolve_backend(backend, spec.name)
     if backend == "sc2":
-        raise NotImplementedError(
-            "the real StarCraft II backend is not available yet; use backend='sim' (the embedded engine, "
-            "no game needed) or backend='auto'")
+        from marl.envs.smac.sc2.engine import Sc2Engine
+
+        return Sc2Engine(spec, seed=seed, difficulty=difficulty, step_mul=step_mul)
     from marl.envs.smac.sim.engine import SimEngine
 
     return SimEngine(spec, seed=seed)
@@ -51,18 +56,26 @@ class StarCraft2Env(MultiAgentEnv):
     engine with any object that has ``reset``/``step``/``seed`` (tests, custom simulators).
     """
 
-    def __init__(self, map_name: str = "8m", backend: str = "sim", seed: int | None = None,
+    def __init__(self, map_name: str = "8m", backend: str = "auto", seed: int | None = None,
                  replay_dir: str | None = None, replay_prefix: str | None = None,
-                 engine: Engine | None = None,
+                 engine: Engine | None = None, difficulty: str = "7", step_mul: int = 8,
                  **smac_flags: Any) -> None:
         self.map_name = map_name
         self.spec = load_map(map_name)
         self.opts = SmacOptions.from_flags(**smac_flags)
         if backend not in BACKENDS:
             raise ValueError(f"unknown SMAC backend {backend!r}; allowed: {', '.join(BACKENDS)}")
-        if backend == "sc2" and engine is None:
-            make_engine(self.spec, backend, seed)  # raises the explanatory error now, not at reset()
-        self.backend = "sim" if backend == "auto" else backend
+        if engine is None:
+            # "sc2" without the game raises the install instructions now, not at reset()
+            resolved, why = resolve_backend(backend, map_name)
+            if backend == "auto" and why not in _ANNOUNCED:  # once per process, not once per env
+                _ANNOUNCED.add(why)
+                print(why, flush=True)
+            backend = resolved
+        elif backend == "auto":
+            backend = "sim"
+        self.backend = backend
+        self.difficulty, self.step_mul = str(difficulty), step_mul
         self.features = SmacFeatures(self.spec, self.opts)
         self.n_agents, self.n_enemies = self.spec.n_agents, self.spec.n_enemies
         self.n_actions = self.features.n_actions
@@ -85,8 +98,12 @@ class StarCraft2Env(MultiAgentEnv):
         if seed is not None:
             self.seed(seed)
         if self._engine is None:
-            self._engine = make_engine(self.spec, self.backend, self._seed)
+            self._engine = make_engine(self.spec, self.backend, self._seed, self.difficulty, self.step_mul)
         table = self._engine.reset()
+        if hasattr(self._engine, "game_spec") and not self._max_reward_from_table:
+            # the real game: SMAC reads the pathing grid and heights from the game, not the map file
+            self.spec = self._engine.game_spec()
+            self.features = SmacFeatures(self.spec, self.opts)
         self._check_table(table)
         if not self._max_reward_from_table:  # SMAC adds the enemies' health+shield maxima on the first reset
             self.max_reward = max_reward(self.spec, self.opts, table.enemies)
@@ -115,7 +132,12 @@ class StarCraft2Env(MultiAgentEnv):
             acts = self.features.heuristic_actions(self._table, self._heuristic_targets, self._avail,
                                                    self.opts.heuristic_rest, self._geo)
         prev = self._table
-        table = self._engine.step(acts.copy())
+        try:
+            table = self._engine.step(acts.copy())
+        except EpisodeAborted:  # the connection failed and SC2 was relaunched: SMAC returns (0, True, {})
+            self._terminated = True
+            self._episode_count += 1
+            return 0.0, True, {}
         self._check_table(table)
         self._episode_steps += 1
         self._frames.append((table.copy(), acts))
@@ -261,7 +283,11 @@ class StarCraft2Env(MultiAgentEnv):
         return {"battles_won": self.battles_won, "battles_game": self.battles_game,
                 "battles_draw": self.timeouts,
                 "win_rate": self.battles_won / self.battles_game if self.battles_game else 0.0,
-                "timeouts": self.timeouts, "restarts": self.restarts}
+                "timeouts": self.timeouts, "restarts": self.restarts + self._engine_restarts()}
+
+    def _engine_restarts(self) -> int:
+        stats = self._engine.get_stats() if hasattr(self._engine, "get_stats") else {}
+        return int(stats.get("restarts", 0))
 
     def get_visibility_matrix(self) -> np.ndarray:
         """(n_agents, n_agents + n_enemies) bool matrix of who each living agent sees."""
@@ -289,7 +315,10 @@ class StarCraft2Env(MultiAgentEnv):
         return render_frame(self.spec, table, last, medivac_heals=True)
 
     def save_replay(self) -> str:
-        """Save the last finished episode (or the one running) as an animated GIF; returns its path."""
+        """Save a replay and return its path: on the real game SC2's ``.SC2Replay`` of everything since
+        launch; on the embedded engine the last finished episode (or the one running) as an animated GIF."""
+        if hasattr(self._engine, "save_replay"):
+            return self._engine.save_replay(self.replay_dir, self.replay_prefix)
         frames = self._frames if (self._terminated or not self._last_frames) else self._last_frames
         images = [render_frame(self.spec, t, a, medivac_heals=True) for t, a in frames]
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -297,7 +326,9 @@ class StarCraft2Env(MultiAgentEnv):
         return str(save_gif(images, path))
 
     def close(self) -> None:
-        """Release the engine and the stored frames."""
+        """Release the engine (quitting the game on the real-game backend) and the stored frames."""
+        if self._engine is not None and hasattr(self._engine, "close"):
+            self._engine.close()
         self._engine = None
         self._table = None
         self._frames, self._last_frames = [], []
