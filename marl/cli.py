@@ -39,9 +39,8 @@ def evaluate_main(argv: Sequence[str] | None = None) -> dict[str, float]:
     """Greedy evaluation of a checkpoint; prints and returns the win rate and mean return."""
     from marl.buffers import Scheme
     from marl.checkpoint import latest, load
-    from marl.controllers import MultiAgentController
     from marl.runners import RolloutStats
-    from marl.trainer import make_env_fn
+    from marl.trainer import flatten_arrays, make_env_fn
     from marl.utils import ms as msu
 
     p = argparse.ArgumentParser(
@@ -83,8 +82,8 @@ def evaluate_main(argv: Sequence[str] | None = None) -> dict[str, float]:
     _check_compatible(EnvInfo.from_dict(payload["meta"]["env_info"]), info)
 
     learner = registry.build("learner", cfg.learner.name, info=info, cfg=cfg)
-    learner.load_state_dict(payload["arrays"])
-    controller = MultiAgentController(info, cfg.agent, cfg.exploration, seed=args.seed)
+    learner.load_state_dict(flatten_arrays(payload["arrays"]))
+    controller = learner.make_controller(seed=args.seed)
     controller.load_weights(learner.actor_weights())
     n_envs = min(args.envs, args.episodes)
     runner = registry.build(

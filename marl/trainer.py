@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from marl import registry
-from marl.buffers import ReplayBuffer, Scheme
+from marl.buffers import EpisodeBatch, ReplayBuffer, Scheme
 from marl.checkpoint import Checkpointer, latest, load
 from marl.config import Config, config_from_dict, config_to_dict, dump_config
 from marl.envs.base import EnvInfo, MultiAgentEnv
@@ -47,6 +47,29 @@ class EnvFactory:
         )
 
 
+def nest_arrays(flat: dict[str, np.ndarray]) -> dict[str, Any]:
+    """``{"a/b": x}`` → ``{"a": {"b": x}}``: learner state keys use ``/``, the checkpoint's own separator."""
+    tree: dict[str, Any] = {}
+    for key, value in flat.items():
+        *parents, leaf = key.split("/")
+        node = tree
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return tree
+
+
+def flatten_arrays(tree: dict[str, Any], prefix: str = "") -> dict[str, np.ndarray]:
+    """Inverse of :func:`nest_arrays`."""
+    flat: dict[str, np.ndarray] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat.update(flatten_arrays(value, f"{prefix}{key}/"))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
 def probe_env_info(cfg: Config) -> EnvInfo:
     """Build one env, read its :class:`EnvInfo`, close it."""
     env = make_env_fn(cfg)(0)
@@ -63,10 +86,16 @@ def default_run_dir(cfg: Config) -> Path:
 
 
 class Trainer:
-    """Off-policy episode trainer (QMIX, VDN, IQL); see the module docstring."""
+    """The episode trainer for every registered learner; see the module docstring.
+
+    A learner (registry kind ``learner``) provides ``make_controller(seed)`` (the acting policy the runner
+    calls), ``train(batch, t_env, episode) -> dict``, ``actor_weights()``, ``state_dict()`` /
+    ``load_state_dict()`` and ``on_policy``: off-policy learners (QMIX, MADDPG, DQN, ...) train on episodes
+    sampled from the replay buffer after every rollout; on-policy learners (PPO, policy gradient) train once
+    on every ``learner.batch_size`` freshly collected episodes, which are then discarded.
+    """
 
     def __init__(self, cfg: Config | None, run_dir: Path | None = None, resume: Path | None = None) -> None:
-        from marl.controllers import MultiAgentController  # MindSpore-free NumPy actor
         from marl.utils import ms as msu
 
         payload = None
@@ -87,9 +116,11 @@ class Trainer:
 
         self.info = probe_env_info(cfg)
         self.scheme = Scheme(self.info)
-        self.buffer = ReplayBuffer(self.scheme, cfg.learner.buffer_size)
-        self.controller = MultiAgentController(self.info, cfg.agent, cfg.exploration, seed=cfg.seed)
         self.learner = registry.build("learner", cfg.learner.name, info=self.info, cfg=cfg)
+        self.on_policy = bool(getattr(self.learner, "on_policy", False))
+        self.buffer = None if self.on_policy else ReplayBuffer(self.scheme, cfg.learner.buffer_size)
+        self.fresh: list[EpisodeBatch] = []  # on-policy: episodes collected since the last update
+        self.controller = self.learner.make_controller(seed=cfg.seed)
         self.rng = np.random.default_rng(cfg.seed)
         self.t_env = self.episode = self.train_steps = 0
         self.last = {"test": -math.inf, "log": 0, "save": 0, "hist": 0}
@@ -122,11 +153,11 @@ class Trainer:
             "env_info": self.info.as_dict(),
         }
         rng = {"trainer": self.rng.bit_generator.state, "controller": self.controller.rng.bit_generator.state}
-        return {"arrays": self.learner.state_dict(), "meta": meta, "rng": rng}
+        return {"arrays": nest_arrays(self.learner.state_dict()), "meta": meta, "rng": rng}
 
     def _restore(self, payload: dict[str, Any]) -> None:
         meta = payload["meta"]
-        self.learner.load_state_dict(payload["arrays"])
+        self.learner.load_state_dict(flatten_arrays(payload["arrays"]))
         self.t_env, self.episode, self.train_steps = meta["t_env"], meta["episode"], meta["train_steps"]
         self.last = dict(meta["last"])
         self.best_metric = meta["best_metric"]
@@ -146,8 +177,19 @@ class Trainer:
             stats.extend(s)
         return stats.summary("test_")
 
-    def _train_once(self) -> dict[str, float]:
-        batch = self.buffer.sample(self.cfg.learner.batch_size, self.rng)
+    def _learn(self, batch: EpisodeBatch) -> dict[str, float] | None:
+        """Store the new episodes and train when there is enough data; returns the learner's stats."""
+        n = self.cfg.learner.batch_size
+        if self.on_policy:
+            self.fresh.append(batch)
+            if sum(b.batch_size for b in self.fresh) < n:
+                return None
+            batch, self.fresh = EpisodeBatch.concat(self.fresh), []
+        else:
+            self.buffer.insert(batch)
+            if not self.buffer.can_sample(n):
+                return None
+            batch = self.buffer.sample(n, self.rng)
         out = self.learner.train(batch, self.t_env, self.episode)
         self.train_steps += 1
         self.controller.load_weights(self.learner.actor_weights())
@@ -164,18 +206,17 @@ class Trainer:
         try:
             while self.t_env < cfg.t_max:
                 batch, stats = self.runner.run(self.t_env, test_mode=False)
-                self.buffer.insert(batch)
                 self.t_env += int(sum(stats.lengths))
                 self.episode += len(stats.lengths)
                 window.extend(stats)
-                if self.buffer.can_sample(cfg.learner.batch_size):
-                    train_out = self._train_once()
+                train_out = self._learn(batch) or train_out
                 if self.t_env - self.last["test"] >= cfg.log.test_interval:
                     self.last["test"] = self.t_env
                     test = self._test()
                     test["time_s"] = time.time() - t0  # wall-clock since the start of this process's run
                     for k, v in test.items():
                         log.log(k, v, self.t_env)
+                    log.plot()  # the learning-curve PNG stays current during the run
                     if cfg.checkpoint.save_best:
                         metric = test["test_win_rate"] if self._has_battles() else test["test_return_mean"]
                         if metric > self.best_metric:

@@ -86,6 +86,12 @@ class EpisodeBatch:
             self.data["actions_onehot"][rows, t] = np.eye(n_act, dtype=np.float32)[act]
         self.data["filled"][rows, t] = 1.0
 
+    @classmethod
+    def concat(cls, batches: list[EpisodeBatch]) -> EpisodeBatch:
+        """One batch holding the episodes of ``batches`` (same scheme) in order."""
+        data = {k: np.concatenate([b.data[k] for b in batches]) for k in batches[0].data}
+        return cls(batches[0].scheme, sum(b.batch_size for b in batches), data)
+
     def select(self, idx: np.ndarray) -> EpisodeBatch:
         """A new batch with the episodes ``idx`` (copies)."""
         return EpisodeBatch(self.scheme, len(idx), {k: v[idx] for k, v in self.data.items()})

@@ -147,9 +147,11 @@ class Logger:
             self._summary.close()
         self._jsonl.close()
         self._closed = True
-        if plot:
-            return plot_curves(self.run_dir / LOG_FILE, self.run_dir / CURVES_FILE, title=self.run_dir.name)
-        return None
+        return self.plot() if plot else None
+
+    def plot(self) -> Path:
+        """Write ``curves.png`` from what is logged so far (also called during a run)."""
+        return plot_curves(self.run_dir / LOG_FILE, self.run_dir / CURVES_FILE, title=self.run_dir.name)
 
     def __enter__(self) -> Logger:
         return self

@@ -71,12 +71,15 @@ class ParallelRunner:
         scheme: Scheme,
         controller: Controller,
         subprocess: bool = False,
+        venv: Any = None,
     ) -> None:
         self.n_envs = len(env_fns)
         self.scheme = scheme
         self.controller = controller
         self.episode_limit = scheme.info.episode_limit
-        self.venv = SubprocVectorEnv(env_fns) if subprocess and self.n_envs > 1 else SyncVectorEnv(env_fns)
+        if venv is None:  # else a ready-made vector env over the same env_fns (e.g. Ray actors)
+            venv = SubprocVectorEnv(env_fns) if subprocess and self.n_envs > 1 else SyncVectorEnv(env_fns)
+        self.venv = venv
 
     @staticmethod
     def _pre(obs: Sequence[Obs]) -> dict[str, np.ndarray]:
@@ -113,7 +116,7 @@ class ParallelRunner:
             done |= cut
             batch.update(
                 {
-                    "actions": actions_BN.reshape(len(rows), -1, 1),
+                    "actions": actions_BN.reshape((len(rows),) + self.scheme.fields["actions"].shape),
                     "reward": reward.reshape(-1, 1),
                     "terminated": (done & ~timeout).astype(np.float32).reshape(-1, 1),
                 },

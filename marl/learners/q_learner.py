@@ -1,0 +1,244 @@
+"""Value-based multi-agent learner: IQL (mixer ``none``), VDN (``vdn``) and QMIX (``qmix``).
+
+The loss is pymarl's QLearner (Rashid et al. 2018, "QMIX: Monotonic Value Function Factorisation for
+Deep Multi-Agent Reinforcement Learning"; VDN: Sunehag et al. 2018; IQL: Tan 1993) with pymarl2's
+TD(lambda) targets and 0.5 * masked MSE (Hu et al. 2021, "Rethinking the Implementation Tricks and
+Monotonicity Constraint in Cooperative Multi-Agent Reinforcement Learning"): double-Q argmax from
+the online network, a target agent and target mixer, BPTT over the whole padded episode.
+
+The whole step -- both unrolls, targets, loss, ``value_and_grad``, gradient clipping and the optimizer --
+is one ``ms.jit`` graph (``use_jit``) or the same Python function run eagerly. ``T = episode_limit + 1``
+is fixed, so the graph compiles once. Target-update timing and ``.asnumpy()`` stay outside the graph.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from marl.buffers.episode import EpisodeBatch
+from marl.config_schema import Config
+from marl.controllers.mac import MultiAgentController, build_agent_inputs, input_dim
+from marl.envs.base import EnvInfo
+from marl.learners.optim import clip_grad_norm, make_optimizer
+from marl.learners.targets import lambda_return_matrices, td_lambda_targets, transition_mask
+from marl.registry import build, register
+from marl.utils.ms import Tensor, assign_numpy, jit, load_numpy_into, ms, nn, ops, params_to_numpy
+
+STAT_NAMES = ("loss", "td_error_abs", "q_taken_mean", "target_mean", "grad_norm")
+MIXERS = ("qmix", "vdn", "none")
+
+
+class QNets(nn.Cell):
+    """Online and target agent/mixer under one parent Cell, so parameter names are unique."""
+
+    def __init__(self, agent: nn.Cell, target_agent: nn.Cell, mixer: nn.Cell | None,
+                 target_mixer: nn.Cell | None) -> None:
+        super().__init__()
+        self.agent, self.target_agent = agent, target_agent
+        self.mixer, self.target_mixer = mixer, target_mixer
+
+    def online(self) -> list[nn.Cell]:
+        return [self.agent] + ([self.mixer] if self.mixer is not None else [])
+
+    def target(self) -> list[nn.Cell]:
+        return [self.target_agent] + ([self.target_mixer] if self.target_mixer is not None else [])
+
+
+def _build_nets(info: EnvInfo, cfg: Config) -> QNets:
+    a, m = cfg.agent, cfg.mixer
+    in_dim = input_dim(info, a)
+
+    def make_agent() -> nn.Cell:
+        return build("agent", a.name, input_dim=in_dim, hidden_dim=a.hidden_dim, n_actions=info.n_actions)
+
+    def make_mixer() -> nn.Cell | None:
+        if m.name == "none":
+            return None
+        return build("mixer", m.name, n_agents=info.n_agents, state_dim=info.state_shape,
+                     embed_dim=m.embed_dim, hypernet_layers=m.hypernet_layers, hypernet_dim=m.hypernet_dim)
+
+    return QNets(make_agent(), make_agent(), make_mixer(), make_mixer())
+
+
+@register("learner", "q_learner")
+class QLearner:
+    """IQL / VDN / QMIX learner over padded episode batches (see the module docstring for papers)."""
+
+    def __init__(self, info: EnvInfo, cfg: Config) -> None:
+        lc = cfg.learner
+        if cfg.mixer.name not in MIXERS:
+            raise ValueError(f"unknown mixer {cfg.mixer.name!r} for q_learner; allowed: {', '.join(MIXERS)}")
+        if not info.discrete:
+            raise ValueError("q_learner needs discrete actions (EnvInfo.discrete=True)")
+        if not 0.0 <= lc.target_update_tau <= 1.0:
+            raise ValueError(f"target_update_tau must be in [0, 1], got {lc.target_update_tau}")
+        if lc.target_update_tau == 0.0 and lc.target_update_interval < 1:
+            raise ValueError(f"target_update_interval must be >= 1, got {lc.target_update_interval}")
+        self.info, self.cfg = info, cfg
+        self.t_slots = info.episode_limit + 1
+        self.nets = _build_nets(info, cfg)
+        self._target_pairs = [
+            (tp, dict(on.parameters_and_names())[name])
+            for on, tg in zip(self.nets.online(), self.nets.target(), strict=True)
+            for name, tp in tg.parameters_and_names()
+        ]
+        for tp, _ in self._target_pairs:
+            tp.requires_grad = False
+        self.params = [p for cell in self.nets.online() for p in cell.trainable_params()]
+        self.optimizer = make_optimizer(lc.optimizer, self.params, lc.lr, lc.optim_alpha, lc.optim_eps)
+        self.train_steps = 0
+        self.last_target_update_episode = 0
+        self._hard_update()
+        self._step = self._make_step()
+        self._soft = self._make_soft_update()
+
+    # ------------------------------------------------------------------------------- the train step
+    def _make_step(self):  # noqa: ANN202 (returns a compiled function)
+        lc, nets = self.cfg.learner, self.nets
+        agent, target_agent = nets.agent, nets.target_agent
+        mixer, target_mixer = nets.mixer, nets.target_mixer
+        gamma, lam, double_q = float(lc.gamma), float(lc.td_lambda), bool(lc.double_q)
+        clip = float(lc.grad_norm_clip)
+        m_np, pow_np = lambda_return_matrices(self.t_slots, gamma, lam)
+        m_t, pow_vec = Tensor(m_np), Tensor(pow_np)
+        optimizer = self.optimizer
+
+        def loss_fn(inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS):
+            q_BTNA = agent.unroll(inputs_BTNI)
+            target_q_BTNA = ops.stop_gradient(target_agent.unroll(inputs_BTNI))
+            chosen_BTN = ops.gather_elements(q_BTNA[:, :-1], 3, actions_BTN1).squeeze(3)
+            if double_q:  # action chosen by the online net, valued by the target net
+                q_det = ops.masked_fill(ops.stop_gradient(q_BTNA), avail_BTNA == 0, -9999999.0)
+                best_BTN1 = ops.argmax(q_det, dim=3, keepdim=True)
+                target_max_BTN = ops.gather_elements(target_q_BTNA, 3, best_BTN1).squeeze(3)
+            else:
+                target_max_BTN = ops.masked_fill(target_q_BTNA, avail_BTNA == 0, -9999999.0).max(axis=3)
+            if mixer is not None:
+                chosen = mixer(chosen_BTN, state_BTS[:, :-1])
+                target_max = target_mixer(target_max_BTN, state_BTS)
+            else:
+                chosen, target_max = chosen_BTN, target_max_BTN
+            targets = ops.stop_gradient(
+                td_lambda_targets(reward_BT1, term_BT1, mask_BT1, target_max, m_t, pow_vec, gamma, lam))
+            mask = ops.broadcast_to(mask_BT1, chosen.shape)
+            n_valid = mask.sum()
+            td = (chosen - targets) * mask
+            loss = 0.5 * (td * td).sum() / n_valid
+            stats = ops.stack([ops.abs(td).sum() / n_valid, (chosen * mask).sum() / n_valid,
+                               (targets * mask).sum() / n_valid])
+            return loss, stats
+
+        grad_fn = ms.value_and_grad(loss_fn, None, weights=self.params, has_aux=True)
+
+        def train_step(inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS):
+            (loss, stats), grads = grad_fn(inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1,
+                                           mask_BT1, state_BTS)
+            grads, grad_norm = clip_grad_norm(grads, clip)
+            optimizer(grads)
+            return ops.concat([loss.reshape(1), stats, grad_norm.reshape(1)])
+
+        return jit(train_step) if lc.use_jit else train_step
+
+    def _tensors(self, batch: EpisodeBatch) -> list[ms.Tensor]:
+        """NumPy batch -> the step's input tensors (the one NumPy -> Tensor crossing per train call)."""
+        info, a = self.info, self.cfg.agent
+        b, t = batch["filled"].shape[:2]
+        if t != self.t_slots:
+            raise ValueError(f"batch has {t} time slots; this learner is compiled for episode_limit + 1 = "
+                             f"{self.t_slots} (pad episodes with EpisodeBatch, do not truncate)")
+        want = {"obs": (info.n_agents, info.obs_shape), "state": (info.state_shape,),
+                "avail_actions": (info.n_agents, info.n_actions), "actions": (info.n_agents, 1),
+                "actions_onehot": (info.n_agents, info.n_actions)}
+        for key, shape in want.items():
+            if batch[key].shape != (b, t) + shape:
+                raise ValueError(f"batch[{key!r}] has shape {batch[key].shape}, expected {(b, t) + shape}")
+        mask = transition_mask(batch["filled"], batch["terminated"])
+        if mask.sum() <= 0:
+            raise ValueError("batch holds no transitions (filled mask is empty)")
+        inputs = build_agent_inputs(batch["obs"], batch["actions_onehot"], a.obs_last_action, a.obs_agent_id)
+        arrays = [
+            inputs,
+            np.asarray(batch["avail_actions"], np.int32),
+            np.asarray(batch["actions"][:, :-1], np.int64),
+            np.asarray(batch["reward"][:, :-1], np.float32),
+            np.asarray(batch["terminated"][:, :-1], np.float32),
+            mask,
+            np.asarray(batch["state"], np.float32),
+        ]
+        return [Tensor.from_numpy(np.ascontiguousarray(x)) for x in arrays]
+
+    def train(self, batch: EpisodeBatch, t_env: int, episode: int) -> dict[str, float]:
+        """One gradient step on ``batch``; updates targets on schedule. Returns the step's statistics."""
+        out = self._step(*self._tensors(batch)).asnumpy()
+        self.train_steps += 1
+        tau = self.cfg.learner.target_update_tau
+        if tau > 0.0:
+            self._soft()
+        elif (episode - self.last_target_update_episode) / self.cfg.learner.target_update_interval >= 1.0:
+            self._hard_update()
+            self.last_target_update_episode = episode
+        return {k: float(v) for k, v in zip(STAT_NAMES, out, strict=True)}
+
+    # --------------------------------------------------------------------------------------- targets
+    def _hard_update(self) -> None:
+        """Copy the online agent/mixer into the targets."""
+        for tp, p in self._target_pairs:
+            ops.assign(tp, p)  # in place: set_data is not seen by already compiled graphs
+
+    def _make_soft_update(self):  # noqa: ANN202
+        """Polyak update ``target <- tau * online + (1 - tau) * target`` (one graph when jitted)."""
+        tau, pairs = float(self.cfg.learner.target_update_tau), self._target_pairs
+
+        def soft_update():
+            for tp, p in pairs:
+                ops.assign(tp, tau * p + (1.0 - tau) * tp)
+            return True
+
+        return jit(soft_update) if self.cfg.learner.use_jit else soft_update
+
+    def q_values_for_histogram(self, batch: EpisodeBatch) -> np.ndarray:
+        """Online Q-values of the actions taken at every real transition of ``batch`` (1-D, for logging
+        histograms). Runs eagerly (no extra compile); meant for occasional calls."""
+        inputs, _, actions, _, _, mask, _ = self._tensors(batch)
+        q_BTNA = self.nets.agent.unroll(inputs)
+        chosen_BTN = ops.gather_elements(q_BTNA[:, :-1], 3, actions).squeeze(3).asnumpy()
+        return chosen_BTN[mask.asnumpy()[..., 0] > 0].reshape(-1)
+
+    # ------------------------------------------------------------------------------ weights and state
+    on_policy = False  # the trainer samples replayed episodes for every train call
+
+    def make_controller(self, seed: int) -> MultiAgentController:
+        """The ε-greedy NumPy controller that acts with this learner's agent weights."""
+        return MultiAgentController(
+            self.info, self.cfg.agent, self.cfg.exploration, seed=seed, weights=self.actor_weights()
+        )
+
+    def actor_weights(self) -> dict[str, np.ndarray]:
+        """Online agent weights for the NumPy actor (``MultiAgentController.load_weights``)."""
+        return params_to_numpy(self.nets.agent)
+
+    def _optimizer_state(self) -> dict[str, ms.Parameter]:
+        own = {id(p) for p in self.nets.get_parameters()}
+        return {n: p for n, p in self.optimizer.parameters_and_names() if id(p) not in own}
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Online and target nets, optimizer state and counters as NumPy arrays (for checkpoints)."""
+        sd = {f"nets/{k}": v for k, v in params_to_numpy(self.nets).items()}
+        sd.update({f"optim/{k}": p.asnumpy().copy() for k, p in self._optimizer_state().items()})
+        sd["counters/train_steps"] = np.array(self.train_steps, np.int64)
+        sd["counters/last_target_update_episode"] = np.array(self.last_target_update_episode, np.int64)
+        return sd
+
+    def load_state_dict(self, sd: dict[str, np.ndarray]) -> None:
+        """Restore what :meth:`state_dict` saved (same config and EnvInfo)."""
+        nets = {k[len("nets/"):]: v for k, v in sd.items() if k.startswith("nets/")}
+        load_numpy_into(self.nets, nets)
+        opt_state = self._optimizer_state()
+        saved = {k[len("optim/"):]: v for k, v in sd.items() if k.startswith("optim/")}
+        if set(saved) != set(opt_state):
+            raise KeyError(f"optimizer state mismatch (was it saved with another optimizer?): saved "
+                           f"{sorted(saved)[:4]}..., expected {sorted(opt_state)[:4]}...")
+        for k, p in opt_state.items():
+            assign_numpy(p, saved[k])
+        self.train_steps = int(sd["counters/train_steps"])
+        self.last_target_update_episode = int(sd["counters/last_target_update_episode"])

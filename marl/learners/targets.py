@@ -1,0 +1,76 @@
+"""Masks and TD(lambda) targets for padded episode batches.
+
+Time convention (see :mod:`marl.buffers.episode`): a batch has ``T`` slots; transitions live in slots
+``0..T-2`` (``reward``, ``terminated``, ``actions`` of slot ``t`` follow the obs of slot ``t``) and the
+value of the next state comes from slot ``t + 1``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from marl.utils.ms import ms, ops
+
+
+def transition_mask(filled_BT1: np.ndarray, terminated_BT1: np.ndarray) -> np.ndarray:
+    """pymarl's loss mask ``(B, T-1, 1)``: ``filled[:, :-1]``, zeroed after the first terminated step.
+
+    ``mask[:, 1:] *= 1 - terminated[:, :-1]``: the slot after a terminal transition holds only the
+    final observation, so it is not a transition. A timed-out episode (not terminated) keeps its
+    last transition and bootstraps from the final slot.
+    """
+    filled = np.asarray(filled_BT1, dtype=np.float32)[:, :-1]
+    term = np.asarray(terminated_BT1, dtype=np.float32)[:, :-1]
+    mask = filled.copy()
+    mask[:, 1:] = mask[:, 1:] * (1.0 - term[:, :-1])
+    return mask
+
+
+def lambda_return_matrices(t_slots: int, gamma: float, td_lambda: float) -> tuple[np.ndarray, np.ndarray]:
+    """Constants of the loop-free lambda-return for ``T = t_slots`` slots.
+
+    With ``c_k = mask_k * (r_k + (1 - lambda) * gamma * Q_{k+1} * (1 - term_k))`` the backward recursion
+    ``G_t = lambda * gamma * G_{t+1} + c_t`` (``t = T-2 .. 0``, ``G_{T-1} = Q_{T-1} * (1 - sum_k term_k)``)
+    unrolls to ``G_t = sum_{k>=t} (lambda gamma)^(k-t) c_k + (lambda gamma)^(T-1-t) G_{T-1}``, i.e.
+    ``G = M @ c + pow * G_{T-1}`` with ``M[t, k] = (lambda gamma)^(k-t)`` for ``k >= t`` (else 0) and
+    ``pow[t] = (lambda gamma)^(T-1-t)``. Returns ``(M.T, pow)`` as float32 arrays of shape
+    ``(T-1, T-1)`` and ``(T-1,)``; ``lambda = 0`` gives ``M = I`` and ``pow = 0`` (one-step targets).
+    """
+    if t_slots < 2:
+        raise ValueError(f"need at least 2 time slots for a transition, got {t_slots}")
+    if not 0.0 <= td_lambda <= 1.0:
+        raise ValueError(f"td_lambda must be in [0, 1], got {td_lambda}")
+    n = t_slots - 1
+    decay = float(td_lambda) * float(gamma)
+    idx = np.arange(n)
+    diff = idx[None, :] - idx[:, None]  # k - t
+    m = np.where(diff >= 0, np.power(decay, np.maximum(diff, 0), dtype=np.float64), 0.0)
+    pow_vec = np.power(decay, (n - idx).astype(np.float64))
+    return np.ascontiguousarray(m.T, dtype=np.float32), pow_vec.astype(np.float32)
+
+
+def td_lambda_targets(
+    reward_BT1: ms.Tensor,
+    terminated_BT1: ms.Tensor,
+    mask_BT1: ms.Tensor,
+    target_q_BTK: ms.Tensor,
+    m_t: ms.Tensor,
+    pow_vec: ms.Tensor,
+    gamma: float,
+    td_lambda: float,
+) -> ms.Tensor:
+    """Loop-free TD(lambda) targets ``(B, T-1, K)`` (pymarl2's ``build_td_lambda_targets``).
+
+    ``reward/terminated/mask`` cover the ``T-1`` transitions; ``target_q_BTK`` covers all ``T`` slots
+    (``K`` = 1 after a mixer, ``N`` for independent learners); ``m_t, pow_vec`` come from
+    :func:`lambda_return_matrices`.
+    """
+    b, t, k = target_q_BTK.shape
+    n = t - 1
+    q_next = target_q_BTK[:, 1:]
+    c = mask_BT1 * (reward_BT1 + (1.0 - td_lambda) * gamma * q_next * (1.0 - terminated_BT1))  # (B, n, K)
+    g_last = target_q_BTK[:, n] * (1.0 - terminated_BT1.sum(axis=1))  # (B, K)
+    # sum_k M[t, k] c[b, k, :] as one 2-D matmul: (B*K, n) @ M.T
+    c_rows = c.transpose(0, 2, 1).reshape(b * k, n)
+    g = ops.matmul(c_rows, m_t).reshape(b, k, n).transpose(0, 2, 1)
+    return g + pow_vec.reshape(1, n, 1) * g_last.reshape(b, 1, k)

@@ -1,0 +1,73 @@
+"""Value-decomposition mixers: ``construct(q_BTN, state_BTS) -> q_tot_BT1``.
+
+* :class:`VDNMixer` -- Sunehag et al. 2018, "Value-Decomposition Networks For Cooperative Multi-Agent
+  Learning": ``Q_tot = sum_a Q_a``.
+* :class:`QMixer` -- Rashid et al. 2018, "QMIX: Monotonic Value Function Factorisation for Deep
+  Multi-Agent Reinforcement Learning": a one-hidden-layer mixing network whose weights are produced by
+  hypernetworks from the global state and made non-negative with ``abs``, so ``dQ_tot/dQ_a >= 0``.
+"""
+
+from __future__ import annotations
+
+from marl.registry import register
+from marl.utils.ms import ms, nn, ops
+
+
+@register("mixer", "vdn")
+class VDNMixer(nn.Cell):
+    """Sum of the agents' Q-values (Sunehag et al. 2018). ``state`` is accepted and ignored."""
+
+    def __init__(self, n_agents: int | None = None, state_dim: int | None = None, **_unused: int) -> None:
+        super().__init__()
+        self.n_agents = n_agents
+
+    def construct(self, q_BTN: ms.Tensor, state_BTS: ms.Tensor) -> ms.Tensor:
+        return q_BTN.sum(axis=2, keepdims=True)
+
+
+def _hypernet(state_dim: int, out_dim: int, layers: int, hidden: int) -> nn.Cell:
+    if layers == 1:
+        return nn.Dense(state_dim, out_dim)
+    return nn.SequentialCell(nn.Dense(state_dim, hidden), nn.ReLU(), nn.Dense(hidden, out_dim))
+
+
+@register("mixer", "qmix")
+class QMixer(nn.Cell):
+    """Monotonic mixing network with state-conditioned hypernetworks (Rashid et al. 2018).
+
+    ``Q_tot = w_final(s)^T elu(W1(s)^T q + b1(s)) + V(s)`` with ``W1 = |hyper_w_1(s)|`` of shape
+    ``(N, E)`` and ``w_final = |hyper_w_final(s)|`` of shape ``(E,)``; ``V`` is a two-layer network.
+    """
+
+    def __init__(
+        self,
+        n_agents: int,
+        state_dim: int,
+        embed_dim: int = 32,
+        hypernet_layers: int = 2,
+        hypernet_dim: int = 64,
+    ) -> None:
+        super().__init__()
+        for name, value in (("n_agents", n_agents), ("state_dim", state_dim), ("embed_dim", embed_dim),
+                            ("hypernet_dim", hypernet_dim)):
+            if not isinstance(value, int) or value <= 0:
+                raise ValueError(f"QMixer {name} must be a positive int, got {value!r}")
+        if hypernet_layers not in (1, 2):
+            raise ValueError(f"QMixer hypernet_layers must be 1 or 2, got {hypernet_layers!r}")
+        self.n_agents, self.state_dim, self.embed_dim = n_agents, state_dim, embed_dim
+        self.hyper_w_1 = _hypernet(state_dim, embed_dim * n_agents, hypernet_layers, hypernet_dim)
+        self.hyper_w_final = _hypernet(state_dim, embed_dim, hypernet_layers, hypernet_dim)
+        self.hyper_b_1 = nn.Dense(state_dim, embed_dim)
+        self.V = nn.SequentialCell(nn.Dense(state_dim, embed_dim), nn.ReLU(), nn.Dense(embed_dim, 1))
+
+    def construct(self, q_BTN: ms.Tensor, state_BTS: ms.Tensor) -> ms.Tensor:
+        b, t, n = q_BTN.shape
+        e = self.embed_dim
+        s = state_BTS.reshape(b * t, self.state_dim)  # 2-D for every hypernet matmul
+        q = q_BTN.reshape(b * t, n, 1)
+        w1 = ops.abs(self.hyper_w_1(s)).reshape(b * t, n, e)
+        b1 = self.hyper_b_1(s)
+        hidden = ops.elu((q * w1).sum(axis=1) + b1)  # (BT, E): q^T W1 as broadcast-multiply + sum
+        w_final = ops.abs(self.hyper_w_final(s))
+        y = (hidden * w_final).sum(axis=1, keepdims=True) + self.V(s)
+        return y.reshape(b, t, 1)

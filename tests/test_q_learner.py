@@ -1,0 +1,222 @@
+"""Q-learner (IQL/VDN/QMIX): targets, masks, optimizers, jit parity, training, state, target updates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from marl.buffers.episode import EpisodeBatch, Scheme
+from marl.config_schema import Config, LearnerConfig, MixerConfig
+from marl.envs.base import EnvInfo
+from marl.learners import QLearner
+from marl.learners.optim import TorchAdam, TorchRMSProp
+from marl.learners.targets import lambda_return_matrices, td_lambda_targets, transition_mask
+from marl.registry import build
+from marl.utils.ms import ms, params_to_numpy, setup
+
+setup(1, seed=0)
+
+INFO = EnvInfo(n_agents=3, n_actions=5, obs_shape=6, state_shape=8, episode_limit=5)
+
+
+def make_batch(seed: int, b: int = 4, lengths: list[int] | None = None,
+               timeouts: list[bool] | None = None) -> EpisodeBatch:
+    """Random padded episodes; an episode shorter than the limit terminates unless told it timed out."""
+    rng = np.random.default_rng(seed)
+    eb = EpisodeBatch(Scheme(INFO), b)
+    n, a = INFO.n_agents, INFO.n_actions
+    for row in range(b):
+        ep_len = lengths[row] if lengths else int(rng.integers(2, INFO.episode_limit + 1))
+        timeout = timeouts[row] if timeouts else ep_len == INFO.episode_limit
+        for t in range(ep_len + 1):
+            avail = (rng.random((n, a)) < 0.6).astype(np.int32)
+            avail[:, 0] = 1
+            vals = {"obs": rng.normal(size=(n, INFO.obs_shape)), "state": rng.normal(size=INFO.state_shape),
+                    "avail_actions": avail}
+            if t < ep_len:
+                act = np.array([rng.choice(np.flatnonzero(m)) for m in avail])[:, None]
+                done = t == ep_len - 1 and not timeout
+                vals.update(actions=act, reward=[rng.normal()], terminated=[float(done)])
+            eb.update(vals, t, rows=np.array([row]))
+    return eb
+
+
+def cfg(**learner: object) -> Config:
+    mixer = learner.pop("mixer", "qmix")
+    base = {"use_jit": False, "lr": 1e-3}
+    base.update(learner)
+    return Config(learner=LearnerConfig(**base), mixer=MixerConfig(name=mixer, embed_dim=8, hypernet_dim=16))
+
+
+def naive_lambda_targets(r, term, mask, q, gamma, lam):  # noqa: ANN001, ANN201 (test reference)
+    """pymarl2's build_td_lambda_targets written as its backward loop (NumPy)."""
+    ret = np.zeros_like(q)
+    ret[:, -1] = q[:, -1] * (1 - term.sum(axis=1))
+    for t in range(q.shape[1] - 2, -1, -1):
+        ret[:, t] = lam * gamma * ret[:, t + 1] + mask[:, t] * (
+            r[:, t] + (1 - lam) * gamma * q[:, t + 1] * (1 - term[:, t]))
+    return ret[:, :-1]
+
+
+def _np_targets(batch: EpisodeBatch, q: np.ndarray, gamma: float, lam: float) -> tuple[np.ndarray, ...]:
+    r, term = batch["reward"][:, :-1], batch["terminated"][:, :-1]
+    mask = transition_mask(batch["filled"], batch["terminated"])
+    m_t, pw = lambda_return_matrices(q.shape[1], gamma, lam)
+    got = td_lambda_targets(*(ms.Tensor(x) for x in (r, term, mask, q, m_t, pw)), gamma, lam).asnumpy()
+    return got, r, term, mask
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.6, 1.0])
+@pytest.mark.parametrize("k", [1, 3])
+def test_loop_free_lambda_return_matches_backward_loop(lam: float, k: int) -> None:
+    batch = make_batch(1, b=5)
+    q = np.random.default_rng(2).normal(size=(5, INFO.episode_limit + 1, k)).astype(np.float32)
+    got, r, term, mask = _np_targets(batch, q, 0.99, lam)
+    np.testing.assert_allclose(got, naive_lambda_targets(r, term, mask, q, 0.99, lam), atol=1e-5)
+    if lam == 0.0:  # one-step targets on every real transition
+        one_step = r + 0.99 * (1 - term) * q[:, 1:]
+        np.testing.assert_allclose(got * mask, one_step * mask, atol=1e-5)
+
+
+def test_masks_terminated_vs_timeout() -> None:
+    # episode 0 terminates after 3 steps; episode 1 is cut by the limit (5 steps, not terminated)
+    batch = make_batch(3, b=2, lengths=[3, 5], timeouts=[False, True])
+    mask = transition_mask(batch["filled"], batch["terminated"])[..., 0]
+    np.testing.assert_array_equal(mask, [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    q = np.zeros((2, 6, 1), np.float32)
+    q[:, 5] = 10.0  # value of the final slot
+    q[0, 3] = 7.0  # value after the terminal step (must not be used)
+    got, r, *_ = _np_targets(batch, q, 0.5, 0.0)
+    assert got[1, 4, 0] == pytest.approx(r[1, 4, 0] + 0.5 * 10.0, abs=1e-5)  # timeout bootstraps
+    assert got[0, 2, 0] == pytest.approx(r[0, 2, 0], abs=1e-5)  # terminal: no bootstrap
+
+
+def test_optimizers_follow_torch_rules() -> None:
+    w0 = np.array([0.5, -1.0, 2.0], np.float32)
+    for opt_name in ("adam", "rmsprop"):
+        p = ms.Parameter(ms.Tensor(w0.copy()), name=f"w_{opt_name}")
+        if opt_name == "adam":
+            opt = TorchAdam([p], lr=0.1)
+        else:
+            opt = TorchRMSProp([p], lr=0.01, alpha=0.9, eps=1e-5)
+        w, m, v = w0.astype(np.float64), np.zeros(3), np.zeros(3)
+        for step in range(1, 4):
+            g = 2 * w + 1.0  # gradient of sum(w^2 + w)
+            opt((ms.Tensor((2 * p.asnumpy() + 1.0).astype(np.float32)),))
+            if opt_name == "adam":
+                m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
+                w = w - 0.1 / (1 - 0.9**step) * m / (np.sqrt(v) / np.sqrt(1 - 0.999**step) + 1e-8)
+            else:
+                v = 0.9 * v + 0.1 * g * g
+                w = w - 0.01 * g / (np.sqrt(v) + 1e-5)
+            np.testing.assert_allclose(p.asnumpy(), w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mixer,opt", [("qmix", "adam"), ("vdn", "rmsprop")])
+def test_jit_and_eager_give_the_same_losses(mixer: str, opt: str) -> None:
+    """Same stats step by step, including after hard target updates (episodes 2 and 4) and after loading
+    a state into the already compiled step: in-place writes must reach the compiled graph."""
+    kw = {"mixer": mixer, "optimizer": opt, "target_update_interval": 2}
+    eager = QLearner(INFO, cfg(use_jit=False, **kw))
+    jitted = QLearner(INFO, cfg(use_jit=True, **kw))
+    jitted.load_state_dict(eager.state_dict())
+    for episode in range(5):
+        batch = make_batch(10 + episode)
+        a, b = eager.train(batch, 0, episode), jitted.train(batch, 0, episode)
+        for key in a:
+            assert a[key] == pytest.approx(b[key], rel=1e-5, abs=1e-5), (episode, key)
+    fresh = QLearner(INFO, cfg(use_jit=False, **kw))
+    jitted.load_state_dict(fresh.state_dict())
+    batch = make_batch(20)
+    assert fresh.train(batch, 0, 5)["loss"] == pytest.approx(jitted.train(batch, 0, 5)["loss"], rel=1e-5)
+
+
+@pytest.mark.parametrize("mixer,opt", [("qmix", "adam"), ("vdn", "rmsprop"), ("none", "adam")])
+def test_training_reduces_loss(mixer: str, opt: str) -> None:
+    learner = build("learner", "q_learner", info=INFO,
+                    cfg=cfg(mixer=mixer, optimizer=opt, lr=1e-2, target_update_interval=1000))
+    batch = make_batch(20, b=4)
+    losses = [learner.train(batch, 0, 0)["loss"] for _ in range(12)]
+    assert np.isfinite(losses).all()
+    assert losses[-1] < 0.5 * losses[0], losses
+
+
+def test_padding_does_not_change_the_loss() -> None:
+    learner = QLearner(INFO, cfg())
+    batch = make_batch(30, lengths=[2, 3, 5, 4])
+    state = learner.state_dict()
+    first = learner.train(batch, 0, 0)
+    noisy = batch.select(np.arange(4))
+    pad = noisy["filled"][..., 0] == 0
+    rng = np.random.default_rng(0)
+    noisy["obs"][pad] = rng.normal(size=noisy["obs"][pad].shape)
+    noisy["reward"][pad] = 100.0
+    learner.load_state_dict(state)
+    assert learner.train(noisy, 0, 0)["loss"] == pytest.approx(first["loss"], rel=1e-6)
+
+
+def test_state_dict_round_trip_reproduces_next_loss() -> None:
+    a = QLearner(INFO, cfg(optimizer="adam"))
+    for i in range(3):
+        a.train(make_batch(40 + i), 0, i)
+    sd = a.state_dict()
+    assert int(sd["counters/train_steps"]) == 3 and "optim/state_step" in sd
+    b = QLearner(INFO, cfg(optimizer="adam"))
+    b.load_state_dict(sd)
+    nxt = make_batch(50)
+    sa, sb = a.train(nxt, 0, 3), b.train(nxt, 0, 3)
+    assert sa == sb
+    assert a.train(nxt, 0, 4) == b.train(nxt, 0, 4)  # optimizer moments were restored too
+    for k, v in params_to_numpy(a.nets).items():
+        np.testing.assert_array_equal(v, params_to_numpy(b.nets)[k])
+    with pytest.raises(KeyError, match="optimizer state"):
+        QLearner(INFO, cfg(optimizer="rmsprop")).load_state_dict(sd)
+
+
+def _targets_equal_online(learner: QLearner) -> bool:
+    return all(np.array_equal(tp.asnumpy(), p.asnumpy()) for tp, p in learner._target_pairs)
+
+
+def test_hard_target_update_every_interval_episodes() -> None:
+    learner = QLearner(INFO, cfg(target_update_interval=10))
+    assert _targets_equal_online(learner)
+    before = {k: v for k, v in params_to_numpy(learner.nets).items() if k.startswith("target_")}
+    learner.train(make_batch(60), 0, episode=4)
+    assert not _targets_equal_online(learner)
+    for k, v in params_to_numpy(learner.nets).items():
+        if k.startswith("target_"):
+            np.testing.assert_array_equal(v, before[k])
+    learner.train(make_batch(61), 0, episode=10)
+    assert _targets_equal_online(learner) and learner.last_target_update_episode == 10
+    learner.train(make_batch(62), 0, episode=15)
+    assert not _targets_equal_online(learner)
+
+
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_soft_target_update(use_jit: bool) -> None:
+    learner = QLearner(INFO, cfg(target_update_tau=0.25, use_jit=use_jit))
+    old = [tp.asnumpy().copy() for tp, _ in learner._target_pairs]
+    learner.train(make_batch(70), 0, 0)
+    for (tp, p), o in zip(learner._target_pairs, old, strict=True):
+        np.testing.assert_allclose(tp.asnumpy(), 0.25 * p.asnumpy() + 0.75 * o, atol=1e-6)
+
+
+def test_bad_inputs_fail_early() -> None:
+    learner = QLearner(INFO, cfg())
+    other = EnvInfo(n_agents=3, n_actions=5, obs_shape=6, state_shape=8, episode_limit=7)
+    with pytest.raises(ValueError, match="time slots"):
+        learner.train(EpisodeBatch(Scheme(other), 2), 0, 0)
+    with pytest.raises(ValueError, match="no transitions"):
+        learner.train(EpisodeBatch(Scheme(INFO), 2), 0, 0)
+    with pytest.raises(ValueError, match="unknown mixer"):
+        QLearner(INFO, cfg(mixer="qtran"))
+    with pytest.raises(ValueError, match="unknown optimizer"):
+        QLearner(INFO, cfg(optimizer="sgd"))
+    assert len(learner.actor_weights()) == 8
+
+
+def test_q_values_for_histogram_covers_real_transitions() -> None:
+    learner = QLearner(INFO, cfg())
+    batch = make_batch(90, lengths=[2, 3, 5, 4])
+    q = learner.q_values_for_histogram(batch)
+    assert q.shape == ((2 + 3 + 5 + 4) * INFO.n_agents,) and np.isfinite(q).all()
