@@ -1,0 +1,188 @@
+"""Env-steps per second of the embedded SMAC engine vs JaxMARL's SMAX, measured in the same run.
+
+    .venv/bin/python benchmarks/sim_throughput.py            # writes benchmarks/results/sim_throughput.md
+
+One "env step" = one agent step of one env (8 game loops for us, 8 world ticks for SMAX); 64 envs
+stepped once count 64.  Both sides choose uniformly random *available* actions each step and reset
+finished envs.  Ours: ``BatchedSimEngine`` (Numba) with SMAC's availability rules from
+``sim/avail.py`` (Numba too).
+It measures the engine only, not the SMAC obs/state/reward features.  SMAX: ``HeuristicEnemySMAX``
+with the scenario of the same name, whose jitted ``step`` already includes obs, reward and auto-reset;
+one jitted call samples actions and steps (``vmap`` over envs).  SMAX runs in a subprocess of the
+separate venv ``.venv-bench`` (``python3 -m venv .venv-bench && .venv-bench/bin/pip install jaxmarl``)
+because jax needs numpy 2.  The "SMAX scan" column rolls 100 steps inside one jitted ``lax.scan``
+(JaxMARL's favoured use, no Python per step); the ratio is taken against the per-step column.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH_PY = ROOT / ".venv-bench" / "bin" / "python"
+MAPS = ("3m", "8m", "27m_vs_30m")
+N_ENVS = (1, 64)
+
+_SMAX_WORKER = r"""
+import json, sys, time
+import jax, jax.numpy as jnp
+from jaxmarl import make
+from jaxmarl.environments.smax import map_name_to_scenario
+name, n_envs, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+env = make("HeuristicEnemySMAX", scenario=map_name_to_scenario(name))
+def one(key, state):
+    key, k1, k2 = jax.random.split(key, 3)
+    avail = env.get_avail_actions(state)
+    keys = jax.random.split(k1, env.num_agents)
+    acts = {a: jax.random.categorical(keys[i], jnp.log(avail[a].astype(jnp.float32)))
+            for i, a in enumerate(env.agents)}
+    _, state, _, _, _ = env.step(k2, state, acts)
+    return key, state
+def init(key):
+    return env.reset(key)[1]
+keys = jax.random.split(jax.random.PRNGKey(0), n_envs)
+t0 = time.perf_counter()
+state = jax.jit(jax.vmap(init))(keys)
+step = jax.jit(jax.vmap(one))
+for _ in range(3):  # the first calls may recompile (weak types)
+    keys, state = step(keys, state)
+jax.block_until_ready(state)
+compile_s = time.perf_counter() - t0
+n, t0 = 0, time.perf_counter()
+while time.perf_counter() - t0 < seconds:
+    keys, state = step(keys, state); n += 1
+jax.block_until_ready(state)
+sps = n * n_envs / (time.perf_counter() - t0)
+def roll(keys, state):
+    def body(c, _):
+        return jax.vmap(one)(*c), None
+    return jax.lax.scan(body, (keys, state), None, length=100)[0]
+roll = jax.jit(roll)
+out = roll(*roll(keys, state)); jax.block_until_ready(out)
+m, t0 = 0, time.perf_counter()
+while time.perf_counter() - t0 < seconds:
+    out = roll(*out); m += 1
+jax.block_until_ready(out)
+scan_sps = m * 100 * n_envs / (time.perf_counter() - t0)
+print(json.dumps({"sps": sps, "scan_sps": scan_sps, "compile_s": compile_s, "jax": jax.__version__}))
+"""
+
+
+def _random_actions(eng, rs: np.random.Generator, sample_available) -> np.ndarray:
+    """Uniformly random available SMAC actions (E, NA) from the engine's state."""
+    return sample_available(eng.avail_actions(), rs.random((eng.n_envs, eng.n_agents)))
+
+
+def bench_ours(name: str, n_envs: int, seconds: float) -> dict:
+    """Steps per second of ``BatchedSimEngine`` on one map (compile time reported separately)."""
+    from marl.envs.smac.maps import load_map
+    from marl.envs.smac.sim.avail import sample_available
+    from marl.envs.smac.sim.engine import BatchedSimEngine
+
+    spec = load_map(name)
+    t0 = time.perf_counter()
+    eng = BatchedSimEngine(spec, n_envs, seed=0)
+    eng.reset()
+    rs = np.random.default_rng(0)
+    eng.step(_random_actions(eng, rs, sample_available))
+    first_s = time.perf_counter() - t0
+    eng.reset()
+    steps = np.zeros(n_envs, dtype=int)
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        eng.step(_random_actions(eng, rs, sample_available))
+        steps += 1
+        n += 1
+        done = (eng.battle_status() != 0) | (steps >= spec.episode_limit)
+        if done.any():
+            eng.reset_envs(done)
+            steps[done] = 0
+    return {"sps": n * n_envs / (time.perf_counter() - t0), "first_call_s": first_s}
+
+
+def cold_compile_seconds() -> float:
+    """Import + reset + first step of 3m in a fresh process with an empty Numba cache."""
+    code = ("import time; t0 = time.perf_counter(); import numpy as np; "
+            "from marl.envs.smac.maps import load_map; from marl.envs.smac.sim.engine import SimEngine; "
+            "e = SimEngine(load_map('3m'), 0); e.reset(); e.step(np.ones(3, int)); "
+            "e._batch.avail_actions(); print(time.perf_counter() - t0)")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                             env=dict(os.environ, NUMBA_CACHE_DIR=tmp), check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def bench_smax(name: str, n_envs: int, seconds: float) -> dict | None:
+    """Run the SMAX worker in the bench venv; None (with a message) if that venv is missing."""
+    if not BENCH_PY.exists():
+        print(f"SMAX skipped: {BENCH_PY} missing "
+              "(python3 -m venv .venv-bench && .venv-bench/bin/pip install jaxmarl)")
+        return None
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    out = subprocess.run([str(BENCH_PY), "-c", _SMAX_WORKER, name, str(n_envs), str(seconds)],
+                         capture_output=True, text=True, env=env, timeout=900)
+    if out.returncode != 0:
+        print(f"SMAX {name} x{n_envs} failed:\n{out.stderr[-2000:]}")
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=5.0, help="timed seconds per cell")
+    ap.add_argument("--maps", nargs="+", default=list(MAPS))
+    ap.add_argument("--envs", nargs="+", type=int, default=list(N_ENVS))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "sim_throughput.md"))
+    args = ap.parse_args()
+    cold = cold_compile_seconds()
+    print(f"cold Numba compile: {cold:.1f} s", flush=True)
+    rows = []
+    for name in args.maps:
+        for n in args.envs:
+            ours = bench_ours(name, n, args.seconds)
+            smax = bench_smax(name, n, args.seconds)
+            rows.append((name, n, ours, smax))
+            s = f"{smax['sps']:.0f}" if smax else "n/a"
+            print(f"{name} x{n}: ours {ours['sps']:.0f} sps (first call {ours['first_call_s']:.2f}s), "
+                  f"SMAX {s}", flush=True)
+    lines = [
+        "# Embedded engine vs JaxMARL SMAX: env steps per second",
+        "",
+        f"- command: `{' '.join([Path(sys.executable).name] + sys.argv)}`",
+        f"- date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
+        f"- nproc: {os.cpu_count()}; timed {args.seconds}s per cell; random available actions; "
+        "finished envs reset",
+        f"- our cold Numba compile (empty cache, import + reset + first step of 3m): {cold:.1f} s; "
+        "later processes load the on-disk cache (the 'first call' column)",
+        "- ours = `BatchedSimEngine` (engine only); SMAX = `HeuristicEnemySMAX` jitted step incl. obs/reward",
+        "",
+        "| map | n_envs | ours sps | first call s | SMAX sps (jit step) | SMAX sps (scan 100) "
+        "| SMAX compile s | ours/SMAX step | ours/SMAX scan |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, n, ours, smax in rows:
+        if smax:
+            lines.append(f"| {name} | {n} | {ours['sps']:.0f} | {ours['first_call_s']:.2f} | "
+                         f"{smax['sps']:.0f} | {smax['scan_sps']:.0f} | {smax['compile_s']:.1f} | "
+                         f"{ours['sps'] / smax['sps']:.2f} | {ours['sps'] / smax['scan_sps']:.2f} |")
+        else:
+            lines.append(f"| {name} | {n} | {ours['sps']:.0f} | {ours['first_call_s']:.2f} "
+                         "| n/a | n/a | n/a | n/a | n/a |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,293 @@
+"""The compiled per-tick update of the embedded engine (Numba, one code path for 1 or many envs).
+
+State layout: one float64 array ``S[env, unit, column]`` (E envs x U units, allies ``0..NA-1`` then
+enemies; columns ``units.S_*``: position, health, shield, energy, cooldown loops, loops since damage,
+order kind/target/point, last attacker and its age; ids are stored as floats).  Packing the state into
+one array keeps the compiled calls cheap (each array argument costs time on every call).
+
+Order kinds (column S_OK): IDLE, MOVE (to the order point, ends on arrival), ATTACK (unit S_TGT; allies
+go idle when it dies), HEAL (Medivac, ally S_TGT), AMOVE (enemy attack-move to the order point; S_TGT
+is then the auto-target).
+
+A tick (one game loop): units act in a freshly shuffled order; each living unit regenerates, counts its
+cooldown down by one loop, then runs its order (moving ``speed`` per loop, or firing when its cooldown is
+at 0, damage being applied at once).  Then overlapping ground units are pushed apart (each by half the
+overlap; a structure is never pushed).  Ground units walk straight to their goal when that is as short
+as in open ground, else toward the neighbouring cell with the shortest walk left (a cell-level BFS table,
+``physics.nav_table``); blocked cells stop them and they slide along walls.  Approximations: no
+projectile travel, no turning or acceleration, no unit-aware path planning (pushes instead of ORCA).
+"""
+
+from __future__ import annotations
+
+import math
+
+from numba import njit
+
+from marl.envs.smac.sim.physics import (
+    apply_hit,
+    can_hit,
+    dist,
+    rand_int,
+    rand_uniform,
+    reach,
+    step_toward,
+    try_move,
+)
+from marl.envs.smac.sim.units import (
+    ACQUIRE,
+    AIR,
+    ATTR,
+    BANE_SPLASH_RADIUS,
+    BEAM_HALF_LENGTH,
+    BEAM_HALF_WIDTH,
+    BIO,
+    COOLDOWN,
+    ENERGY_MAX,
+    ENERGY_REGEN,
+    HEALER,
+    HITS,
+    HP,
+    HP_PER_ENERGY,
+    MEDIVAC_HEAL,
+    MEDIVAC_SIGHT,
+    RADIUS,
+    RANGE,
+    RETALIATE_LOOPS,
+    S_AGE,
+    S_CD,
+    S_EN,
+    S_HP,
+    S_LA,
+    S_OK,
+    S_OX,
+    S_OY,
+    S_SH,
+    S_SINCE,
+    S_TGT,
+    S_X,
+    S_Y,
+    SHIELD,
+    SHIELD_REGEN,
+    SHIELD_REGEN_DELAY,
+    SPEED,
+    SPLASH,
+    SPLASH_EXPLODE,
+    SPLASH_LINE,
+    ZERG_HP_REGEN,
+    ZERG_REGEN,
+)
+
+IDLE, MOVE, ATTACK, HEAL, AMOVE = 0, 1, 2, 3, 4
+
+
+@njit(cache=True)
+def _fire(e, a, t, na, props, utype, S, rng):
+    """``a`` fires at ``t``: hits (with splash), then the cooldown restarts with jitter in [-1, +2]."""
+    ua = utype[a]
+    lo, hi = (na, S.shape[1]) if a < na else (0, na)  # hostile index range
+    kind = int(props[ua, SPLASH])
+    if kind == SPLASH_EXPLODE:
+        for k in range(lo, hi):
+            if S[e, k, S_HP] > 0.0 and props[utype[k], AIR] == 0 and \
+                    dist(e, a, k, S) <= BANE_SPLASH_RADIUS + props[utype[k], RADIUS]:
+                apply_hit(e, a, k, props, utype, S)
+        S[e, a, S_HP] = 0.0  # the baneling is spent
+        return
+    for _ in range(int(props[ua, HITS])):
+        if kind == SPLASH_LINE:
+            # beam through the target, perpendicular to the line of fire
+            fx = S[e, t, S_X] - S[e, a, S_X]
+            fy = S[e, t, S_Y] - S[e, a, S_Y]
+            fn = math.sqrt(fx * fx + fy * fy) + 1e-9
+            px, py = -fy / fn, fx / fn
+            for k in range(lo, hi):
+                if S[e, k, S_HP] <= 0.0 or props[utype[k], AIR] > 0:
+                    continue
+                rx = S[e, k, S_X] - S[e, t, S_X]
+                ry = S[e, k, S_Y] - S[e, t, S_Y]
+                along = abs(rx * px + ry * py)
+                across = abs(rx * fx + ry * fy) / fn
+                rk = props[utype[k], RADIUS]
+                if k == t or (along <= BEAM_HALF_LENGTH + rk and across <= BEAM_HALF_WIDTH + rk):
+                    apply_hit(e, a, k, props, utype, S)
+        elif S[e, t, S_HP] > 0.0:
+            apply_hit(e, a, t, props, utype, S)
+    S[e, a, S_CD] = props[ua, COOLDOWN] + float(rand_int(rng, e, 4) - 1)
+
+
+@njit(cache=True)
+def _attack(e, i, t, na, props, utype, grid, nav, S, rng):
+    """Approach ``t`` until within range + both radii, then fire when the cooldown allows."""
+    if dist(e, i, t, S) > reach(props, utype, i, t, RANGE):
+        step_toward(e, i, S[e, t, S_X], S[e, t, S_Y], props[utype[i], SPEED], S, props, utype, grid, nav)
+    elif S[e, i, S_CD] <= 0.0:
+        _fire(e, i, t, na, props, utype, S, rng)
+
+
+@njit(cache=True)
+def _heal(e, i, t, props, utype, grid, nav, S):
+    """Medivac ``i`` flies to ``t`` and heals 9 HP per game-s, 1 energy per 3 HP."""
+    if dist(e, i, t, S) > reach(props, utype, i, t, RANGE):
+        step_toward(e, i, S[e, t, S_X], S[e, t, S_Y], props[utype[i], SPEED], S, props, utype, grid, nav)
+        return
+    amount = min(MEDIVAC_HEAL, props[utype[t], HP] - S[e, t, S_HP], S[e, i, S_EN] * HP_PER_ENERGY)
+    if amount > 0.0:
+        S[e, t, S_HP] += amount
+        S[e, i, S_EN] -= amount / HP_PER_ENERGY
+
+
+@njit(cache=True)
+def _acquire(e, i, na, props, utype, S):
+    """Enemy ``i``'s auto-target: in acquire range; threats (units that can hit back) first, nearest."""
+    best = -1
+    best_key = 1e18
+    for j in range(na):
+        if S[e, j, S_HP] <= 0.0 or not can_hit(props, utype, i, j):
+            continue
+        d = dist(e, i, j, S)
+        if d > reach(props, utype, i, j, ACQUIRE):
+            continue
+        key = d if can_hit(props, utype, j, i) and props[utype[j], HEALER] == 0 else 1e6 + d
+        if key < best_key:
+            best_key = key
+            best = j
+    return best
+
+
+@njit(cache=True)
+def _enemy_healer(e, i, na, props, utype, grid, nav, S):
+    """Enemy Medivac: heal the most wounded biological ally in sight, else follow its army's centroid."""
+    u = S.shape[1]
+    best = -1
+    best_frac = 1.0
+    cx = cy = 0.0
+    n = 0
+    for k in range(na, u):
+        if k == i or S[e, k, S_HP] <= 0.0 or props[utype[k], HEALER] > 0:
+            continue
+        cx += S[e, k, S_X]
+        cy += S[e, k, S_Y]
+        n += 1
+        frac = S[e, k, S_HP] / props[utype[k], HP]
+        if (int(props[utype[k], ATTR]) & BIO) != 0 and frac < best_frac and \
+                dist(e, i, k, S) <= MEDIVAC_SIGHT + props[utype[k], RADIUS]:
+            best_frac = frac
+            best = k
+    if best >= 0:
+        _heal(e, i, best, props, utype, grid, nav, S)
+    elif n > 0:
+        cx /= n
+        cy /= n
+        if math.hypot(cx - S[e, i, S_X], cy - S[e, i, S_Y]) > 2.0:
+            step_toward(e, i, cx, cy, props[utype[i], SPEED], S, props, utype, grid, nav)
+
+
+@njit(cache=True)
+def _enemy_act(e, i, na, props, utype, grid, nav, S, rng):
+    """SC2-like attack-move: keep or drop the target, retaliate, acquire, else walk to the goal."""
+    t = int(S[e, i, S_TGT])
+    if t >= 0:
+        attacked_by_t = S[e, i, S_LA] == t and S[e, i, S_AGE] < RETALIATE_LOOPS
+        leash = reach(props, utype, i, t, ACQUIRE) + 1.0
+        if S[e, t, S_HP] <= 0.0 or (not attacked_by_t and dist(e, i, t, S) > leash):
+            t = -1
+    la = int(S[e, i, S_LA])
+    if la >= 0 and la < na and la != t and S[e, i, S_AGE] < RETALIATE_LOOPS and S[e, la, S_HP] > 0.0 \
+            and can_hit(props, utype, i, la):
+        if t < 0 or dist(e, i, t, S) > reach(props, utype, i, t, RANGE):
+            t = la
+    if t < 0:
+        t = _acquire(e, i, na, props, utype, S)
+    S[e, i, S_TGT] = t
+    if t >= 0:
+        _attack(e, i, t, na, props, utype, grid, nav, S, rng)
+    elif S[e, i, S_OK] == AMOVE:
+        step_toward(e, i, S[e, i, S_OX], S[e, i, S_OY], props[utype[i], SPEED], S, props, utype, grid, nav)
+
+
+@njit(cache=True)
+def _ally_act(e, i, na, props, utype, grid, nav, S, rng):
+    """Passive ally: run the current order only (no auto-acquire, no retaliation)."""
+    k = int(S[e, i, S_OK])
+    if k == MOVE:
+        speed = props[utype[i], SPEED]
+        if step_toward(e, i, S[e, i, S_OX], S[e, i, S_OY], speed, S, props, utype, grid, nav):
+            S[e, i, S_OK] = IDLE
+    elif k == ATTACK:
+        t = int(S[e, i, S_TGT])
+        if S[e, t, S_HP] <= 0.0 or not can_hit(props, utype, i, t):
+            S[e, i, S_OK] = IDLE
+        else:
+            _attack(e, i, t, na, props, utype, grid, nav, S, rng)
+    elif k == HEAL:
+        t = int(S[e, i, S_TGT])
+        if S[e, t, S_HP] <= 0.0:
+            S[e, i, S_OK] = IDLE
+        else:
+            _heal(e, i, t, props, utype, grid, nav, S)
+
+
+@njit(cache=True, inline="always")
+def _regen(e, i, props, utype, S):
+    """Per-loop regeneration and cooldown countdown of a living unit."""
+    ut = utype[i]
+    S[e, i, S_SINCE] += 1.0
+    if props[ut, SHIELD] > 0 and S[e, i, S_SINCE] > SHIELD_REGEN_DELAY:
+        S[e, i, S_SH] = min(props[ut, SHIELD], S[e, i, S_SH] + SHIELD_REGEN)
+    if props[ut, ZERG_REGEN] > 0:
+        S[e, i, S_HP] = min(props[ut, HP], S[e, i, S_HP] + ZERG_HP_REGEN)
+    if props[ut, HEALER] > 0:
+        S[e, i, S_EN] = min(ENERGY_MAX, S[e, i, S_EN] + ENERGY_REGEN)
+    if S[e, i, S_CD] > 0.0:
+        S[e, i, S_CD] -= 1.0
+
+
+@njit(cache=True)
+def _push(e, props, utype, grid, S, rng, buf, idx):
+    """Separate overlapping living ground units (each moves half the overlap; structures stay).
+
+    ``buf`` (U, 4) and ``idx`` (U,) are scratch: the living ground units are gathered first so the
+    O(n^2) pair scan runs over small contiguous arrays.
+    """
+    u = S.shape[1]
+    n = 0
+    for a in range(u):
+        ua = utype[a]
+        if S[e, a, S_HP] > 0.0 and props[ua, AIR] == 0:
+            idx[n] = a
+            buf[n, 0] = S[e, a, S_X]
+            buf[n, 1] = S[e, a, S_Y]
+            buf[n, 2] = props[ua, RADIUS]
+            buf[n, 3] = 1.0 if props[ua, SPEED] > 0 else 0.0
+            n += 1
+    for p in range(n):
+        for q in range(p + 1, n):
+            rr = buf[p, 2] + buf[q, 2]
+            dx = buf[q, 0] - buf[p, 0]
+            if dx >= rr or dx <= -rr:
+                continue
+            dy = buf[q, 1] - buf[p, 1]
+            if dy >= rr or dy <= -rr:
+                continue
+            d = math.sqrt(dx * dx + dy * dy)
+            if d >= rr:
+                continue
+            ma = buf[p, 3] > 0
+            mb = buf[q, 3] > 0
+            if not (ma or mb):
+                continue
+            if d < 1e-6:
+                ang = 2.0 * math.pi * rand_uniform(rng, e)
+                dx, dy, d = math.cos(ang), math.sin(ang), 1.0
+            over = (rr - d) * (0.5 if (ma and mb) else 1.0) / d
+            if ma:
+                a = idx[p]
+                try_move(e, a, buf[p, 0] - dx * over, buf[p, 1] - dy * over, S, props, utype, grid)
+                buf[p, 0] = S[e, a, S_X]
+                buf[p, 1] = S[e, a, S_Y]
+            if mb:
+                b = idx[q]
+                try_move(e, b, buf[q, 0] + dx * over, buf[q, 1] + dy * over, S, props, utype, grid)
+                buf[q, 0] = S[e, b, S_X]
+                buf[q, 1] = S[e, b, S_Y]

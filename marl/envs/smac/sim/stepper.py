@@ -1,0 +1,167 @@
+"""Compiled entry points: apply agent actions and run 8 ticks for every env; (re)spawn masked envs."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from marl.envs.smac.sim.kernel import (
+    AMOVE,
+    ATTACK,
+    HEAL,
+    IDLE,
+    MOVE,
+    _ally_act,
+    _enemy_act,
+    _enemy_healer,
+    _push,
+    _regen,
+)
+from marl.envs.smac.sim.physics import rand_int, rand_uniform, walkable
+from marl.envs.smac.sim.units import (
+    AIR,
+    CLIFF_WALK,
+    ENERGY_START,
+    HEALER,
+    HP,
+    LOOPS_PER_STEP,
+    S_AGE,
+    S_CD,
+    S_EN,
+    S_HP,
+    S_LA,
+    S_OK,
+    S_OX,
+    S_OY,
+    S_SH,
+    S_SINCE,
+    S_TGT,
+    S_X,
+    S_Y,
+    SHIELD,
+)
+
+# enemy order kinds (EnemyOrder.kind)
+ORDER_NONE, ORDER_AMOVE, ORDER_BETWEEN, ORDER_GROUP = 0, 1, 2, 3
+_MOVE_DX = np.array([0.0, 0.0, 0.0, 1.0, -1.0])  # indexed by action - 1 (stop, N, S, E, W)
+_MOVE_DY = np.array([0.0, 1.0, -1.0, 0.0, 0.0])
+MOVE_AMOUNT = 2.0
+
+
+@njit(cache=True)
+def _ally_centroid(e, na, S):
+    cx = cy = 0.0
+    n = 0
+    for k in range(na):
+        if S[e, k, S_HP] > 0.0:
+            cx += S[e, k, S_X]
+            cy += S[e, k, S_Y]
+            n += 1
+    return (cx / n, cy / n, True) if n > 0 else (0.0, 0.0, False)
+
+
+@njit(cache=True)
+def check_actions(actions, na, n_act, props, utype):
+    """-1 if every action is in range, else the flat index of the first bad one (a Medivac's heal
+    targets allies: its attack-slot range is [6, 6 + na))."""
+    n_env = actions.shape[0]
+    for e in range(n_env):
+        for i in range(na):
+            a = actions[e, i]
+            hi = 6 + na if props[utype[i], HEALER] > 0 else n_act
+            if a < 0 or a >= min(hi, n_act):
+                return e * na + i
+    return -1
+
+
+@njit(cache=True)
+def sim_step(actions, na, props, utype, grid, nav, enemy_order, S, rng, perm):
+    """Issue the SMAC actions (E, NA) as orders, then simulate 8 game loops in every env."""
+    n_env, u = S.shape[0], S.shape[1]
+    buf = np.empty((u, 4))
+    idx = np.empty(u, dtype=np.int64)
+    for e in range(n_env):
+        for i in range(na):
+            a = actions[e, i]
+            if S[e, i, S_HP] <= 0.0 or a == 0:
+                continue  # no-op keeps the current order
+            if a == 1:
+                S[e, i, S_OK] = IDLE
+            elif a <= 5:
+                S[e, i, S_OK] = MOVE
+                S[e, i, S_OX] = S[e, i, S_X] + MOVE_AMOUNT * _MOVE_DX[a - 1]
+                S[e, i, S_OY] = S[e, i, S_Y] + MOVE_AMOUNT * _MOVE_DY[a - 1]
+            elif props[utype[i], HEALER] > 0:
+                S[e, i, S_OK] = HEAL
+                S[e, i, S_TGT] = a - 6
+            else:
+                S[e, i, S_OK] = ATTACK
+                S[e, i, S_TGT] = na + a - 6
+        if enemy_order == ORDER_GROUP:
+            cx, cy, ok = _ally_centroid(e, na, S)
+            if ok:
+                for k in range(na, u):
+                    S[e, k, S_OX] = cx
+                    S[e, k, S_OY] = cy
+        for _ in range(LOOPS_PER_STEP):
+            for k in range(u):  # Fisher-Yates: a fresh update order every loop
+                perm[k] = k
+            for k in range(u - 1, 0, -1):
+                j = rand_int(rng, e, k + 1)
+                perm[k], perm[j] = perm[j], perm[k]
+            for k in range(u):
+                i = perm[k]
+                if S[e, i, S_HP] <= 0.0:
+                    continue
+                _regen(e, i, props, utype, S)
+                if i < na:
+                    _ally_act(e, i, na, props, utype, grid, nav, S, rng)
+                elif props[utype[i], HEALER] > 0:
+                    _enemy_healer(e, i, na, props, utype, grid, nav, S)
+                else:
+                    _enemy_act(e, i, na, props, utype, grid, nav, S, rng)
+            for k in range(u):
+                if S[e, k, S_AGE] < 1 << 30:
+                    S[e, k, S_AGE] += 1
+            _push(e, props, utype, grid, S, rng, buf, idx)
+
+
+@njit(cache=True)
+def sim_reset(mask, na, props, utype, grid, base_pos, noise, enemy_order, target, target2, S, rng):
+    """Respawn every env with ``mask[e]``: base layout + uniform noise, full stats, enemy orders."""
+    n_env, u = S.shape[0], S.shape[1]
+    for e in range(n_env):
+        if not mask[e]:
+            continue
+        for i in range(u):
+            ut = utype[i]
+            x = base_pos[i, 0] + noise * (2.0 * rand_uniform(rng, e) - 1.0)
+            y = base_pos[i, 1] + noise * (2.0 * rand_uniform(rng, e) - 1.0)
+            ground = props[ut, AIR] == 0 and props[ut, CLIFF_WALK] == 0
+            if ground and not walkable(grid, x, y):
+                x, y = base_pos[i, 0], base_pos[i, 1]
+            S[e, i, S_X] = x
+            S[e, i, S_Y] = y
+            S[e, i, S_HP] = props[ut, HP]
+            S[e, i, S_SH] = props[ut, SHIELD]
+            S[e, i, S_EN] = ENERGY_START if props[ut, HEALER] > 0 else 0.0
+            S[e, i, S_CD] = 0.0
+            S[e, i, S_SINCE] = 1e9
+            S[e, i, S_LA] = -1
+            S[e, i, S_AGE] = 1 << 30
+            S[e, i, S_OK] = IDLE
+            S[e, i, S_TGT] = -1
+            S[e, i, S_OX] = x
+            S[e, i, S_OY] = y
+        gx, gy = target[0], target[1]
+        if enemy_order == ORDER_BETWEEN:
+            f = rand_uniform(rng, e)
+            gx = target[0] + f * (target2[0] - target[0])
+            gy = target[1] + f * (target2[1] - target[1])
+        elif enemy_order == ORDER_GROUP:
+            gx, gy, _ = _ally_centroid(e, na, S)
+        if enemy_order != ORDER_NONE:
+            for i in range(na, u):
+                S[e, i, S_OK] = AMOVE
+                S[e, i, S_OX] = gx
+                S[e, i, S_OY] = gy

@@ -1,0 +1,130 @@
+"""Unit data for the embedded engine, in GAME-SECOND units (spec §6, §7.3).
+
+Conventions (chosen once, used everywhere in ``sim/``):
+
+* Time: 16 game loops per game second; one engine tick is one loop (dt = 1/16 game-s) and one agent
+  step is 8 ticks, exactly as SMAC's ``step_mul = 8``.
+* Speeds are the maps' game-second values (marine 2.25 units/game-s, so 1.125 units per agent step).
+* Weapon cooldowns are in game loops: the spec table's "≈loops" column (Faster seconds × 22.4, which
+  equals game seconds × 16) rounded to an integer: marine 14, marauder 24, stalker 30, zealot 19,
+  colossus 24, hydralisk 13, zergling 11, spine crawler 30.  Each time a weapon fires, SC2-like jitter
+  of a uniform integer in [-1, +2] loops is added.
+* Ranges are edge-to-edge (the centre-to-centre test adds both radii); melee is 0.1.
+* Regeneration: shields 2 per game-s after 10 game-s (160 loops) without damage; zerg HP 0.2734 per
+  game-s; Medivac energy 0.5625 per game-s (max 200, start 50); heal 9 HP per game-s costing 1 energy
+  per 3 HP.
+
+Approximations (documented choices):
+
+* Baneling: SC2 numbers, 16 damage (+19 vs Light) to every hostile ground unit whose edge is within
+  2.2 of its centre; it dies when it attacks (reach 0.25).  The +80 vs structures bonus is not modelled.
+* Colossus: 10 (+5 vs Light) x2 with a line splash: every hostile ground unit whose edge is within 0.3
+  of a 2.8-long beam centred on the target, perpendicular to the line of fire, takes the hit (smaclite's
+  beam).  The colossus ignores the pathing grid (it walks over cliffs) but stays on the map.
+* Acquire (scan) range of the enemy AI, centre-to-centre plus both radii: the ``acquire`` column
+  (5 for melee and short-range units, the weapon range for longer ones, 10 for the spine crawler as in
+  smaclite).  Medivacs do not attack; an enemy Medivac heals the most wounded biological ally within
+  its sight (11).
+* Spine crawler: immobile structure (speed 0, never pushed); radius 0.5 (smaclite).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from marl.envs.smac.types import UNIT_NAMES
+
+# attribute bits
+LIGHT, ARMORED, BIO, MECH, MASSIVE, STRUCTURE = 1, 2, 4, 8, 16, 32
+
+# columns of the property table PROPS[type, column]
+(HP, SHIELD, ARMOR, ATTR, DMG, BONUS_ATTR, BONUS_DMG, HITS, COOLDOWN, RANGE, SPEED, RADIUS, AIR,
+ HITS_AIR, HITS_GROUND, ACQUIRE, HEALER, ZERG_REGEN, SPLASH, CLIFF_WALK) = range(20)
+N_PROPS = 20
+
+# columns of the per-env state array S[env, unit, column] (all float64; ids/kinds stored as floats)
+(S_X, S_Y, S_HP, S_SH, S_EN, S_CD, S_SINCE, S_OK, S_TGT, S_OX, S_OY, S_LA, S_AGE) = range(13)
+N_STATE = 13
+
+# SPLASH kinds
+SPLASH_NONE, SPLASH_LINE, SPLASH_EXPLODE = 0, 1, 2
+
+# constants of the rules (per game loop unless said otherwise)
+LOOPS_PER_STEP = 8
+SHIELD_REGEN_DELAY = 160.0  # loops without damage before shields regenerate
+SHIELD_REGEN = 2.0 / 16.0
+ZERG_HP_REGEN = 0.2734 / 16.0
+MEDIVAC_HEAL = 9.0 / 16.0
+HP_PER_ENERGY = 3.0
+ENERGY_MAX = 200.0
+ENERGY_START = 50.0
+ENERGY_REGEN = 0.5625 / 16.0
+MEDIVAC_SIGHT = 11.0
+BANE_SPLASH_RADIUS = 2.2
+BEAM_HALF_LENGTH = 1.4
+BEAM_HALF_WIDTH = 0.3
+RETALIATE_LOOPS = 16  # an attack received within this many loops counts as "attacking me"
+
+_ROWS: dict[str, dict[str, float]] = {
+    "marine": dict(hp=45, attr=LIGHT | BIO, dmg=6, cd=14, rng=5, speed=2.25, radius=0.375,
+                   hits_air=1, acquire=5),
+    "marauder": dict(hp=125, armor=1, attr=ARMORED | BIO, dmg=10, battr=ARMORED, bdmg=10, cd=24, rng=6,
+                     speed=2.25, radius=0.5625, acquire=6),
+    "medivac": dict(hp=150, armor=1, attr=ARMORED | MECH, rng=4, speed=2.75, radius=0.75, air=1,
+                    hits_ground=0, healer=1, acquire=MEDIVAC_SIGHT),
+    "stalker": dict(hp=80, shield=80, armor=1, attr=ARMORED | MECH, dmg=13, battr=ARMORED, bdmg=5, cd=30,
+                    rng=6, speed=2.9531, radius=0.625, hits_air=1, acquire=6),
+    "zealot": dict(hp=100, shield=50, armor=1, attr=LIGHT | BIO, dmg=8, hits=2, cd=19, rng=0.1,
+                   speed=2.25, radius=0.5, acquire=5),
+    "colossus": dict(hp=200, shield=150, armor=1, attr=ARMORED | MECH | MASSIVE, dmg=10, battr=LIGHT,
+                     bdmg=5, hits=2, cd=24, rng=7, speed=2.25, radius=1.0, splash=SPLASH_LINE,
+                     cliff=1, acquire=7),
+    "hydralisk": dict(hp=80, attr=LIGHT | BIO, dmg=12, cd=13, rng=5, speed=2.25, radius=0.625, hits_air=1,
+                      zerg=1, acquire=5),
+    "zergling": dict(hp=35, attr=LIGHT | BIO, dmg=5, cd=11, rng=0.1, speed=2.9531, radius=0.375, zerg=1,
+                     acquire=5),
+    "baneling": dict(hp=30, attr=BIO, dmg=16, battr=LIGHT, bdmg=19, cd=1, rng=0.25, speed=2.5,
+                     radius=0.375, zerg=1, splash=SPLASH_EXPLODE, acquire=5),
+    "spine_crawler": dict(hp=300, armor=2, attr=ARMORED | BIO | STRUCTURE, dmg=25, battr=ARMORED, bdmg=5,
+                          cd=30, rng=7, speed=0.0, radius=0.5, zerg=1, acquire=10),
+}
+
+
+def _build_props() -> np.ndarray:
+    props = np.zeros((len(UNIT_NAMES), N_PROPS))
+    for t, name in enumerate(UNIT_NAMES):
+        r = _ROWS[name]
+        props[t, HP] = r["hp"]
+        props[t, SHIELD] = r.get("shield", 0)
+        props[t, ARMOR] = r.get("armor", 0)
+        props[t, ATTR] = r["attr"]
+        props[t, DMG] = r.get("dmg", 0)
+        props[t, BONUS_ATTR] = r.get("battr", 0)
+        props[t, BONUS_DMG] = r.get("bdmg", 0)
+        props[t, HITS] = r.get("hits", 1)
+        props[t, COOLDOWN] = r.get("cd", 0)
+        props[t, RANGE] = r["rng"]
+        props[t, SPEED] = r["speed"] / 16.0  # stored per game loop
+        props[t, RADIUS] = r["radius"]
+        props[t, AIR] = r.get("air", 0)
+        props[t, HITS_AIR] = r.get("hits_air", 0)
+        props[t, HITS_GROUND] = r.get("hits_ground", 1)
+        props[t, ACQUIRE] = r["acquire"]
+        props[t, HEALER] = r.get("healer", 0)
+        props[t, ZERG_REGEN] = r.get("zerg", 0)
+        props[t, SPLASH] = r.get("splash", SPLASH_NONE)
+        props[t, CLIFF_WALK] = r.get("cliff", 0)
+    props.setflags(write=False)
+    return props
+
+
+PROPS = _build_props()
+TYPE_INDEX = {name: i for i, name in enumerate(UNIT_NAMES)}
+
+
+def type_ids(names: tuple[str, ...]) -> np.ndarray:
+    """Engine type index of every unit name; unknown names fail with the list of known ones."""
+    bad = [n for n in names if n not in TYPE_INDEX]
+    if bad:
+        raise ValueError(f"unknown unit type(s) {bad}; the embedded engine knows {list(UNIT_NAMES)}")
+    return np.array([TYPE_INDEX[n] for n in names], dtype=np.int64)

@@ -1,0 +1,235 @@
+"""Scripted scenarios for the embedded engine whose outcome follows from the unit arithmetic."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from marl.envs.smac.sim.engine import SimEngine
+from marl.envs.smac.sim.units import S_CD, S_EN, S_HP, S_SH, S_SINCE, S_X, S_Y
+from marl.envs.smac.types import EnemyOrder, MapSpec, UnitGroup
+
+OPEN = np.ones((32, 32), dtype=bool)
+
+
+NO_ORDER = EnemyOrder("none")
+
+
+def spec_of(allies, enemies, order=NO_ORDER, grid=OPEN, limit=100) -> MapSpec:
+    """A hand-made map: groups given as (unit, count, (x, y))."""
+    return MapSpec("test", "T", "T", limit, 0, "marines", tuple(UnitGroup(*g) for g in allies),
+                   tuple(UnitGroup(*g) for g in enemies), order, grid)
+
+
+def engine(spec, seed=0):
+    eng = SimEngine(spec, seed)
+    eng.reset()
+    return eng, eng._batch.S[0]  # S: (units, columns) view of env 0 for scripted set-ups
+
+
+def test_three_marines_focus_kill_time_follows_cooldown_bounds():
+    # 45 HP / 6 dmg -> 8 hits; 3 marines fire in the first loop then every 14 + [-1, 2] loops, so the
+    # 8th hit lands at loop 1 + two cooldowns in [1 + 26, 1 + 32] = [27, 33] -> agent step 4 or 5.
+    spec = spec_of([("marine", 3, (9, 16))], [("marine", 1, (13, 16))])
+    for seed in range(8):
+        eng, _ = engine(spec, seed)
+        step = 0
+        while eng._batch.hp[0, 3] > 0 and step < 10:
+            eng.step(np.array([6, 6, 6]))
+            step += 1
+        assert step in (4, 5), f"seed {seed}: killed at step {step}"
+
+
+def test_zealot_two_hits_minus_armour_and_shields_first():
+    spec = spec_of([("zealot", 1, (9, 16))], [("marauder", 1, (10, 16)), ("stalker", 1, (30, 30))])
+    eng, S = engine(spec)
+    tab = eng.step(np.array([6]))  # one attack in the first 8 loops (cooldown 19 +- jitter)
+    assert tab.enemies.health[0] == pytest.approx(125 - 2 * 7)  # 8 - 1 armour, twice
+    # stalker with 4 shield left: hit 1 -> 4 absorbed, 4 - 1 armour = 3 HP; hit 2 -> 7 HP
+    S[2, S_X:S_Y + 1] = S[0, S_X:S_Y + 1] + (1.0, 0.0)
+    S[1, S_HP] = 0.0
+    S[2, S_SH] = 4.0
+    S[0, S_CD] = 0.0
+    tab = eng.step(np.array([7]))
+    assert tab.enemies.shield[1] == 0.0
+    assert tab.enemies.health[1] == pytest.approx(80 - 3 - 7)
+
+
+def test_bonus_damage_by_attribute():
+    spec = spec_of([("marauder", 1, (9, 16))], [("stalker", 1, (13, 16)), ("marine", 1, (9, 12))])
+    eng, _ = engine(spec)
+    tab = eng.step(np.array([6]))
+    assert tab.enemies.shield[0] == pytest.approx(80 - 20)  # 10 +10 vs Armored, shields have no armour
+
+
+def test_shield_regen_after_ten_game_seconds():
+    spec = spec_of([("stalker", 1, (5, 5))], [("zealot", 1, (28, 28))])
+    eng, S = engine(spec)
+    S[0, S_SH] = 10.0
+    S[0, S_SINCE] = 0.0
+    for _ in range(20):  # 160 loops: not yet
+        tab = eng.step(np.array([1]))
+    assert tab.allies.shield[0] == 10.0
+    tab = eng.step(np.array([1]))  # loops 161..168 regenerate 2 per 16 loops
+    assert tab.allies.shield[0] == pytest.approx(11.0)
+    tab = eng.step(np.array([1]))
+    assert tab.allies.shield[0] == pytest.approx(12.0)
+
+
+def test_medivac_heal_costs_energy():
+    spec = spec_of([("marine", 1, (9, 16)), ("medivac", 1, (10, 16))], [("marine", 1, (30, 30))])
+    eng, S = engine(spec)
+    S[0, S_HP] = 20.0
+    tab = eng.step(np.array([1, 6]))  # medivac heals ally 0
+    assert tab.allies.health[0] == pytest.approx(20 + 8 * 9 / 16)
+    assert tab.allies.energy[1] == pytest.approx(50 - 8 * 9 / 16 / 3 + 8 * 0.5625 / 16)
+    S[1, S_EN] = 0.0  # without energy it only heals what it regenerates, 3 HP per energy
+    before = tab.allies.health[0]
+    tab = eng.step(np.array([1, 6]))
+    assert tab.allies.health[0] - before == pytest.approx(8 * 3 * 0.5625 / 16)
+    assert tab.allies.energy[1] == pytest.approx(0.0)
+
+
+def test_baneling_dies_when_it_attacks_with_area_damage():
+    spec = spec_of([("baneling", 1, (9, 16))], [("zergling", 2, (11, 16)), ("zergling", 1, (20, 16))])
+    eng, _ = engine(spec)
+    for _ in range(4):
+        tab = eng.step(np.array([6]))
+    assert tab.allies.health[0] == 0.0
+    assert np.all(tab.enemies.health[:2] == 0.0)  # 16 + 19 vs Light = 35 = zergling HP
+    assert tab.enemies.health[2] == 35.0
+
+
+def test_colossus_line_splash_hits_units_beside_the_target():
+    spec = spec_of([("colossus", 1, (10, 16))], [("zergling", 2, (16, 16)), ("zergling", 1, (16, 22))])
+    eng, S = engine(spec)
+    S[1, S_X:S_Y + 1] = (16.0, 15.4)
+    S[2, S_X:S_Y + 1] = (16.0, 16.6)
+    S[0, S_X:S_Y + 1] = (10.0, 15.4)
+    tab = eng.step(np.array([6]))
+    hit = 35 - 2 * 15  # (10 + 5 vs Light) x 2
+    assert tab.enemies.health[0] == pytest.approx(hit, abs=0.2)  # + a little zerg regeneration
+    assert tab.enemies.health[1] == pytest.approx(hit, abs=0.2)
+    assert tab.enemies.health[2] == 35.0
+
+
+def test_moves_go_two_units_and_walls_block():
+    grid = np.zeros((32, 32), dtype=bool)
+    grid[8:20, 8:24] = True
+    spec = spec_of([("marine", 1, (16, 12)), ("marine", 1, (12, 20))], [("marine", 1, (30, 30))], grid=grid)
+    eng, S = engine(spec)
+    x0 = S[:2, S_X].copy()
+    y0 = S[:2, S_Y].copy()
+    tab = eng.step(np.array([4, 2]))  # east, north
+    assert tab.allies.pos[0, 0] == pytest.approx(x0[0] + 2.25 / 2)  # 1.125 per agent step
+    tab = eng.step(np.array([0, 0]))  # no-op keeps the order: arrives after 2 units and stops
+    assert tab.allies.pos[0, 0] == pytest.approx(x0[0] + 2.0)
+    assert tab.allies.pos[1, 1] == pytest.approx(y0[1] + 2.0)
+    for _ in range(6):
+        tab = eng.step(np.array([4, 2]))
+    assert tab.allies.pos[0, 0] < 20.0 and tab.allies.pos[1, 1] < 24.0
+    assert tab.allies.pos[0, 0] > 19.0 and tab.allies.pos[1, 1] > 23.0
+    assert tab.allies.pos[0, 1] == pytest.approx(y0[0]) and tab.allies.pos[1, 0] == pytest.approx(x0[1])
+    tab = eng.step(np.array([1, 1]))  # stop clears the order
+    before = tab.allies.pos.copy()
+    tab = eng.step(np.array([0, 0]))
+    np.testing.assert_allclose(tab.allies.pos, before)
+
+
+def test_attack_approaches_to_range_plus_radii_then_fires():
+    spec = spec_of([("marine", 1, (5, 16))], [("marine", 1, (17, 16))])
+    eng, _ = engine(spec)
+    reach = 5 + 0.375 + 0.375
+    for _ in range(20):
+        tab = eng.step(np.array([6]))
+        d = np.linalg.norm(tab.allies.pos[0] - tab.enemies.pos[0])
+        if tab.enemies.health[0] < 45:
+            break
+        assert d > reach - 2.25 / 16 - 1e-9
+    assert tab.enemies.health[0] < 45
+    assert reach - 2.25 / 16 - 1e-9 <= d <= reach + 1e-9
+
+
+def test_passive_allies_do_not_retaliate_but_enemies_acquire():
+    spec = spec_of([("marine", 1, (9, 16))], [("marine", 1, (13, 16))])
+    eng, _ = engine(spec)
+    for _ in range(5):
+        tab = eng.step(np.array([1]))
+    assert tab.allies.health[0] < 45  # the enemy acquired the ally in its range and fired
+    assert tab.enemies.health[0] == 45 and tab.allies.cooldown[0] == 0
+
+
+def test_enemies_attack_move_to_the_target_and_acquire():
+    grid = np.zeros((32, 32), dtype=bool)
+    grid[:, 8:24] = True
+    spec = spec_of([("marine", 3, (9, 16))], [("marine", 3, (23, 16))], EnemyOrder("attack_move", (9, 16)),
+                   grid)
+    eng, _ = engine(spec)
+    xs = []
+    for _ in range(40):
+        tab = eng.step(np.where(eng._batch.hp[0, :3] > 0, 1, 0))
+        xs.append(tab.enemies.pos[:, 0].mean())
+    assert xs[1] < xs[0] - 1.0  # walking west at 1.125 per step
+    assert np.all(tab.allies.health == 0) and np.all(tab.enemies.health == 45)
+
+
+def test_spine_crawler_is_immobile_and_shoots():
+    spec = spec_of([("stalker", 1, (9, 16))], [("spine_crawler", 1, (14, 16))])
+    eng, _ = engine(spec)
+    p0 = eng._batch.S[0, 1, S_X:S_Y + 1].copy()
+    for _ in range(3):
+        tab = eng.step(np.array([6]))
+    np.testing.assert_allclose(tab.enemies.pos[0], p0)
+    assert tab.allies.shield[0] < 80 and tab.enemies.health[0] < 300
+
+
+def test_same_seed_same_episode_and_seed_changes_it():
+    spec = spec_of([("marine", 3, (9, 16))], [("marine", 3, (23, 16))], EnemyOrder("attack_move", (9, 16)))
+
+    def run(seed):
+        eng = SimEngine(spec, seed)
+        rs = np.random.default_rng(0)
+        out = [eng.reset().allies.pos.copy()]
+        for _ in range(30):
+            tab = eng.step(rs.integers(1, 9, size=3))
+            out.append(np.concatenate([tab.allies.pos.ravel(), tab.enemies.pos.ravel(), tab.allies.health]))
+        return np.concatenate([o.ravel() for o in out])
+
+    np.testing.assert_array_equal(run(3), run(3))
+    assert not np.array_equal(run(3), run(4))
+
+
+def test_bad_actions_fail_with_a_message():
+    eng, _ = engine(spec_of([("marine", 2, (9, 16))], [("marine", 1, (13, 16))]))
+    with pytest.raises(ValueError, match="actions must lie in"):
+        eng.step(np.array([1, 9]))
+    with pytest.raises(ValueError, match="unknown unit type"):
+        SimEngine(spec_of([("tank", 1, (9, 16))], [("marine", 1, (13, 16))]))
+
+
+def test_spawn_is_compact_grid_around_spawn_point():
+    eng, _ = engine(spec_of([("marine", 9, (9, 16))], [("marine", 1, (23, 16))]))
+    pos = eng._batch.S[0, :9, S_X:S_Y + 1]
+    assert np.abs(pos.mean(0) - (9, 16)).max() < 0.3
+    assert np.abs(pos - (9, 16)).max() <= 0.85 + 0.25 + 1e-9
+    d = np.linalg.norm(pos[:, None] - pos[None], axis=-1) + np.eye(9) * 9
+    assert d.min() > 0.85 - 0.5 - 1e-9 and math.isfinite(d.min())
+
+
+def test_zerg_regenerates_hp_and_enemy_medivac_heals_its_wounded():
+    spec = spec_of([("marine", 1, (2, 2))], [("zergling", 1, (28, 28))])
+    eng, S = engine(spec)
+    S[1, S_HP] = 10.0
+    for _ in range(16):  # 8 game-s at 0.2734 HP per game-s
+        tab = eng.step(np.array([1]))
+    assert tab.enemies.health[0] == pytest.approx(10 + 8 * 0.2734)
+
+    spec = spec_of([("marine", 1, (2, 2))], [("marine", 1, (24, 24)), ("medivac", 1, (27, 27))])
+    eng, S = engine(spec)
+    S[1, S_HP] = 20.0
+    for _ in range(4):  # flies ~2.1 units to reach heal range, then 9 HP per game-s
+        tab = eng.step(np.array([1]))
+    assert 20.0 < tab.enemies.health[0] <= 20 + 4 * 8 * 9 / 16
+    assert tab.enemies.energy[1] < 50.0
