@@ -46,6 +46,10 @@ class ExplorationConfig:
     epsilon_start: float = 1.0
     epsilon_finish: float = 0.05
     epsilon_anneal_time: int = 100_000
+    # maddpg/ddpg, continuous actions: Gaussian noise std (fraction of the action half-range), linear anneal
+    noise_start: float = 0.1
+    noise_finish: float = 0.1
+    noise_anneal_time: int = 100_000
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,7 @@ class LearnerConfig:
     optimizer: str = "adam"  # adam | rmsprop (PyTorch semantics: eps outside the sqrt)
     lr: float = 1e-3
     optim_alpha: float = 0.99  # RMSprop smoothing
-    optim_eps: float = 1e-5
+    optim_eps: float = 1e-5  # RMSprop only (Adam uses 1e-8, as pymarl2)
     gamma: float = 0.99
     td_lambda: float = 0.6  # 0 = one-step targets
     double_q: bool = True
@@ -66,13 +70,33 @@ class LearnerConfig:
     batch_size: int = 128  # episodes per train step
     buffer_size: int = 5000  # episodes in the replay buffer
     use_jit: bool = True  # compile the train step with ms.jit
+    # -- on-policy actor-critic (learners "ppo" and "pg") --
+    critic: str = "central"  # ppo/pg value net input: central (state, MAPPO) | local (agent obs, IPPO / PPO)
+    critic_hidden_dim: int = 64  # MLP value net width
+    gae_lambda: float = 0.95  # GAE lambda (ppo); pg uses Monte Carlo returns
+    ppo_clip: float = 0.2  # clipped-objective epsilon
+    ppo_epochs: int = 5  # passes over each fresh batch
+    num_minibatches: int = 1  # minibatches of episodes per epoch (must divide batch_size)
+    entropy_coef: float = 0.01
+    value_coef: float = 0.5
+    value_clip: float = 0.2  # clipped value loss (0 = plain MSE)
+    value_norm: bool = True  # normalise value targets with a running mean/std of returns
+    adv_norm: bool = True  # normalise advantages over each batch
+    init_log_std: float = -0.5  # Gaussian policies: initial log standard deviation
+    # -- off-policy transition learners ("dqn", "maddpg"): transitions drawn from the sampled episodes --
+    transition_batch_size: int = 256  # transitions per gradient step
+    updates_per_step: float = 0.25  # gradient steps per new env step (at least one per train call)
+    td_loss: str = "huber"  # dqn: huber | mse
+    critic_lr: float = 1e-3  # maddpg: critic learning rate (learner.lr is the actor's)
+    actor_reg: float = 1e-3  # maddpg: weight of the mean squared actor pre-activations (Lowe et al. 2017)
+    gumbel_tau: float = 1.0  # maddpg, discrete actions: Gumbel-softmax temperature
 
 
 @dataclass(frozen=True)
 class RunnerConfig:
     """How episodes are collected."""
 
-    name: str = "parallel"  # episode | parallel
+    name: str = "parallel"  # episode | parallel | ray
     batch_size_run: int = 8  # environments stepped together
     subprocess: bool = False  # step the envs in worker processes (worth it for slow envs, e.g. the real game)
 

@@ -135,8 +135,7 @@ class Trainer:
             env_fn=make_env_fn(cfg, offset),
             scheme=self.scheme,
             controller=self.controller,
-            batch_size_run=cfg.runner.batch_size_run,
-            subprocess=cfg.runner.subprocess,
+            cfg=cfg,
         )
         self.logger = Logger(self.run_dir, cfg, cfg.t_max, console=True, mindinsight=cfg.log.mindinsight)
         self.checkpointer = Checkpointer(self.run_dir, cfg.checkpoint.keep_last, cfg.checkpoint.save_best)

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from marl.buffers import EpisodeBatch, Scheme
+from marl.config_schema import Config
 from marl.envs.base import MultiAgentEnv
 from marl.envs.vector import Obs, SubprocVectorEnv, SyncVectorEnv
 from marl.registry import register
@@ -152,19 +153,27 @@ class ParallelRunner:
         self.venv.close()
 
 
+def runner_size(cfg: Config | None, batch_size_run: int | None, subprocess: bool | None) -> tuple[int, bool]:
+    """Env count and process mode: explicit arguments win, else ``cfg.runner``, else 8 in-process envs."""
+    n = batch_size_run if batch_size_run is not None else (cfg.runner.batch_size_run if cfg else 8)
+    sub = subprocess if subprocess is not None else (cfg.runner.subprocess if cfg else False)
+    if n < 1:
+        raise ValueError(f"runner.batch_size_run must be >= 1, got {n}")
+    return int(n), bool(sub)
+
+
 @register("runner", "parallel")
 def make_parallel_runner(
     env_fn: Callable[[int], MultiAgentEnv],
     scheme: Scheme,
     controller: Controller,
-    batch_size_run: int = 8,
-    subprocess: bool = False,
+    cfg: Config | None = None,
+    batch_size_run: int | None = None,
+    subprocess: bool | None = None,
 ) -> ParallelRunner:
-    """``batch_size_run`` envs; ``env_fn(i)`` builds env ``i`` (seeded per row)."""
-    if batch_size_run < 1:
-        raise ValueError(f"runner.batch_size_run must be >= 1, got {batch_size_run}")
-    fns = [_Bound(env_fn, i) for i in range(batch_size_run)]
-    return ParallelRunner(fns, scheme, controller, subprocess=subprocess)
+    """``runner.batch_size_run`` envs; ``env_fn(i)`` builds env ``i`` (seeded per row)."""
+    n, sub = runner_size(cfg, batch_size_run, subprocess)
+    return ParallelRunner([_Bound(env_fn, i) for i in range(n)], scheme, controller, subprocess=sub)
 
 
 @register("runner", "episode")
@@ -172,13 +181,14 @@ def make_episode_runner(
     env_fn: Callable[[int], MultiAgentEnv],
     scheme: Scheme,
     controller: Controller,
-    batch_size_run: int = 1,
-    subprocess: bool = False,
+    cfg: Config | None = None,
+    batch_size_run: int | None = None,
+    subprocess: bool | None = None,
 ) -> ParallelRunner:
-    """One env, stepped in this process (``batch_size_run`` must be 1)."""
-    if batch_size_run != 1:
+    """One env, stepped in this process (``cfg.runner.batch_size_run`` is not used)."""
+    if batch_size_run not in (None, 1):
         raise ValueError(
-            f"runner 'episode' steps one env; got runner.batch_size_run={batch_size_run} (use 'parallel')"
+            f"runner 'episode' steps one env; got batch_size_run={batch_size_run} (use 'parallel')"
         )
     return ParallelRunner([_Bound(env_fn, 0)], scheme, controller, subprocess=False)
 

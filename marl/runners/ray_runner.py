@@ -26,7 +26,7 @@ from marl.config_schema import Config, RayConfig
 from marl.envs.base import MultiAgentEnv
 from marl.envs.ray_vector import RayVectorEnv, WorkerFailure
 from marl.registry import register
-from marl.runners.episode_runner import Controller, ParallelRunner, RolloutStats, _Bound
+from marl.runners.episode_runner import Controller, ParallelRunner, RolloutStats, _Bound, runner_size
 
 INSTALL_HINT = "pip install 'ray[client]>=2.40,<3'"
 
@@ -125,20 +125,15 @@ def make_ray_runner(
     env_fn: Callable[[int], MultiAgentEnv],
     scheme: Scheme,
     controller: Controller,
-    batch_size_run: int = 8,
-    subprocess: bool = False,
+    cfg: Config | None = None,
+    batch_size_run: int | None = None,
+    subprocess: bool | None = None,
     ray_cfg: RayConfig | None = None,
 ) -> RayRunner:
-    """``batch_size_run`` envs in Ray actors; ``env_fn(i)`` builds env ``i`` (seeded per row, as locally).
+    """``runner.batch_size_run`` envs in Ray actors; ``env_fn(i)`` builds env ``i`` (seeded as locally).
 
-    ``subprocess`` is accepted for symmetry with ``parallel`` and ignored (actors are processes already).
+    ``ray_cfg`` defaults to ``cfg.ray``; ``subprocess`` is ignored (actors are processes already).
     """
-    if batch_size_run < 1:
-        raise ValueError(f"runner.batch_size_run must be >= 1, got {batch_size_run}")
-    fns = [_Bound(env_fn, i) for i in range(batch_size_run)]
-    return RayRunner(fns, scheme, controller, ray_cfg)
-
-
-def runner_kwargs(cfg: Config) -> dict[str, Any]:
-    """Extra keyword arguments the trainer passes to ``registry.build("runner", ...)`` for this runner."""
-    return {"ray_cfg": cfg.ray} if cfg.runner.name == "ray" else {}
+    n, _ = runner_size(cfg, batch_size_run, subprocess)
+    ray_cfg = ray_cfg if ray_cfg is not None else (cfg.ray if cfg is not None else None)
+    return RayRunner([_Bound(env_fn, i) for i in range(n)], scheme, controller, ray_cfg)

@@ -1,0 +1,163 @@
+"""End-to-end training: algorithms × fake env, CLI runs, resume, crash safety, stop file, evaluate."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from marl.checkpoint import latest, load
+from marl.config import load_config
+from marl.trainer import Trainer, flatten_arrays
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = [
+    "t_max=400",
+    "learner.batch_size=8",
+    "learner.buffer_size=32",
+    "runner.batch_size_run=2",
+    "log.log_interval=100",
+    "log.test_interval=200",
+    "log.test_nepisode=2",
+    "checkpoint.save_interval=200",
+    "agent.hidden_dim=16",
+    "mixer.embed_dim=8",
+    "mixer.hypernet_dim=16",
+]
+
+
+def _cfg(tmp_path: Path, alg: str = "qmix", extra: tuple[str, ...] = ()) -> object:
+    return load_config(alg, env="fake", overrides=[*TINY, f"results_dir={tmp_path}", *extra])
+
+
+def _records(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
+
+
+def _scalar(run_dir: Path, key: str) -> list[tuple[int, float]]:
+    return [(r["t"], r["value"]) for r in _records(run_dir) if r.get("key") == key]
+
+
+@pytest.mark.parametrize("alg", ["qmix", "vdn", "iql"])
+def test_value_decomposition_algs_train_on_fake_env(tmp_path, alg):
+    cfg = _cfg(tmp_path, alg, ("run_name=r",))
+    run_dir = Trainer(cfg).run()
+    losses = [v for _, v in _scalar(run_dir, "loss")]
+    assert losses and all(np.isfinite(losses))
+    assert _scalar(run_dir, "test_win_rate"), "no greedy test phase was logged"
+    t_last = max(t for t, _ in _scalar(run_dir, "episode"))
+    assert t_last >= 300
+    ckpt = latest(run_dir)
+    assert ckpt is not None and (run_dir / "models" / "best").is_dir()
+    assert (run_dir / "curves.png").stat().st_size > 1000
+    assert load(ckpt)["meta"]["config"]["mixer"]["name"] == {"qmix": "qmix", "vdn": "vdn", "iql": "none"}[alg]
+
+
+def test_resume_continues_counters_and_weights(tmp_path):
+    cfg = _cfg(tmp_path, "qmix", ("run_name=r",))
+    first = Trainer(cfg)
+    run_dir = first.run()
+    saved = load(latest(run_dir))
+    meta = saved["meta"]
+    assert meta["t_env"] >= 400 and meta["train_steps"] > 0
+
+    cfg2 = load_config(base=meta["config"], overrides=["t_max=700"])
+    second = Trainer(cfg2, resume=run_dir)
+    # everything a resumed run starts from equals the checkpoint
+    assert (second.t_env, second.episode, second.train_steps) == (
+        meta["t_env"],
+        meta["episode"],
+        meta["train_steps"],
+    )
+    restored = second.learner.state_dict()
+    for k, v in flatten_arrays(saved["arrays"]).items():
+        np.testing.assert_array_equal(restored[k], v, err_msg=k)
+    assert second.controller.rng.bit_generator.state == saved["rng"]["controller"]
+    second.run()
+    resumed = load(latest(run_dir))["meta"]
+    assert resumed["t_env"] >= 700 and resumed["episode"] > meta["episode"]
+    assert resumed["train_steps"] > meta["train_steps"]
+    # one log for the whole run, with env steps increasing across the resume
+    ts = [t for t, _ in _scalar(run_dir, "episode")]
+    assert ts == sorted(ts) and ts[-1] > meta["t_env"]
+
+
+def test_crash_keeps_last_checkpoint(tmp_path, monkeypatch):
+    cfg = _cfg(tmp_path, "vdn", ("run_name=r", "t_max=100000", "checkpoint.save_interval=100"))
+    trainer = Trainer(cfg)
+    real_train, calls = trainer.learner.train, []
+
+    def flaky(batch, t_env, episode):
+        calls.append(t_env)
+        if len(calls) == 12:
+            raise RuntimeError("simulated crash in the learner")
+        return real_train(batch, t_env, episode)
+
+    monkeypatch.setattr(trainer.learner, "train", flaky)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        trainer.run()
+    ckpt = latest(trainer.run_dir)
+    assert ckpt is not None
+    payload = load(ckpt)  # loads cleanly: no partial write
+    assert 0 < payload["meta"]["t_env"] <= calls[-1]
+    assert not list((trainer.run_dir / "models").glob("*.tmp*"))
+
+
+def test_stop_file_ends_run_with_checkpoint(tmp_path):
+    cfg = _cfg(tmp_path, "qmix", ("run_name=r", "t_max=1000000"))
+    trainer = Trainer(cfg)
+    (trainer.run_dir / "stop").touch()
+    trainer.run()
+    payload = load(latest(trainer.run_dir))
+    assert payload["meta"]["t_env"] < 1000  # stopped after the first rollout, not at t_max
+
+
+def _cli(*args: str, timeout: int = 400) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def test_cli_train_then_evaluate(tmp_path):
+    out = _cli("scripts/train_qmix.py", "--env", "fake", *TINY, f"results_dir={tmp_path}", "run_name=cli")
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "%" in out.stdout and "ETA" in out.stdout  # the progress line
+    run_dir = tmp_path / "cli"
+    assert (run_dir / "config.yaml").exists() and (run_dir / "curves.png").exists()
+    ev = _cli("scripts/evaluate.py", "--checkpoint", str(run_dir), "--episodes", "6", "--envs", "3")
+    assert ev.returncode == 0, ev.stderr[-2000:]
+    result = json.loads(ev.stdout.strip().splitlines()[-1].split(": ", 1)[1])
+    assert result["episodes"] == 6 and 0.0 <= result["win_rate"] <= 1.0
+
+
+def test_cli_rejects_bad_input(tmp_path):
+    bad_key = _cli("scripts/train_qmix.py", "--env", "fake", "learner.lrr=1", f"results_dir={tmp_path}")
+    assert bad_key.returncode != 0 and "learner.lr" in (bad_key.stderr + bad_key.stdout)
+    bad_map = _cli("scripts/train_qmix.py", "--map", "3n", "t_max=10", f"results_dir={tmp_path}")
+    assert bad_map.returncode != 0 and "3m" in (bad_map.stderr + bad_map.stdout)
+
+
+def test_cli_smoke_on_embedded_3m(tmp_path):
+    """The real path: SMAC 3m on the embedded engine, jitted QMIX at T = 61 (one compile)."""
+    out = _cli(
+        "scripts/train_qmix.py",
+        "--map",
+        "3m",
+        "t_max=600",
+        "learner.batch_size=4",
+        "learner.buffer_size=16",
+        "runner.batch_size_run=4",
+        "log.test_interval=300",
+        "log.test_nepisode=4",
+        "log.log_interval=200",
+        f"results_dir={tmp_path}",
+        "run_name=sm",
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    run_dir = tmp_path / "sm"
+    assert _scalar(run_dir, "loss") and _scalar(run_dir, "test_win_rate")
+    assert load(latest(run_dir))["meta"]["env_info"]["obs_shape"] == 30
