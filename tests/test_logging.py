@@ -139,3 +139,26 @@ def test_mindinsight_summary_files_written(tmp_path: Path) -> None:
     summaries = [n for n in names if ".summary." in n]
     assert any(n.endswith("_MS") for n in summaries) and any(n.endswith("_lineage") for n in summaries)
     assert max((tmp_path / n).stat().st_size for n in summaries) > 100
+
+
+def test_summary_writer_process_does_not_busy_wait(tmp_path):
+    """MindSpore 2.10's writer process spins on a non-blocking queue read; marl.logging.ms_writer fixes it."""
+    import time
+
+    import psutil
+
+    from marl.logging.mindinsight import SummarySink
+
+    sink = SummarySink(tmp_path / "summary")
+    try:
+        assert sink.active
+        time.sleep(0.5)
+        kids = psutil.Process().children(recursive=True)
+        assert kids, "SummaryRecord should fork its writer process"
+        before = {k.pid: sum(k.cpu_times()[:2]) for k in kids}
+        time.sleep(2.0)
+        used = max(sum(k.cpu_times()[:2]) - before[k.pid] for k in kids)
+        assert used < 0.2, f"an idle summary writer used {used:.2f} s of CPU in 2 s (busy-waiting)"
+        sink.scalar("x", 1.0, 1)
+    finally:
+        sink.close()

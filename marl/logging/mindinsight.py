@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from marl.logging import ms_writer
+
 
 def _import_mindspore() -> Any:
     """Import MindSpore the project's way; return the module, or None when it cannot be imported."""
@@ -47,8 +49,10 @@ class SummarySink:
         if self._ms is None:
             return
         self.summary_dir.mkdir(parents=True, exist_ok=True)
+        ms_writer.install(self._ms)  # MindSpore 2.10's writer process busy-waits; see ms_writer.py
         try:
-            self._record = self._ms.SummaryRecord(str(self.summary_dir))
+            # one packing worker is plenty for scalars; the default forks one per core
+            self._record = self._ms.SummaryRecord(str(self.summary_dir), num_process=1)
         except RuntimeError as exc:  # another SummaryRecord is open in this process
             warnings.warn(f"MindInsight summaries disabled for {self.summary_dir}: {exc}", stacklevel=2)
             self._record = None
