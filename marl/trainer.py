@@ -90,9 +90,10 @@ class Trainer:
 
     A learner (registry kind ``learner``) provides ``make_controller(seed)`` (the acting policy the runner
     calls), ``train(batch, t_env, episode) -> dict``, ``actor_weights()``, ``state_dict()`` /
-    ``load_state_dict()`` and ``on_policy``: off-policy learners (QMIX, MADDPG, DQN, ...) train on episodes
-    sampled from the replay buffer after every rollout; on-policy learners (PPO, policy gradient) train once
-    on every ``learner.batch_size`` freshly collected episodes, which are then discarded.
+    ``load_state_dict()``, optionally ``histograms(batch) -> dict[str, array]`` (logged every
+    ``log.histogram_interval`` steps), and ``on_policy``: off-policy learners (QMIX, MADDPG, DQN, ...) train
+    on episodes sampled from the replay buffer after every rollout; on-policy learners (PPO, policy gradient)
+    train once on every ``learner.batch_size`` freshly collected episodes, which are then discarded.
     """
 
     def __init__(self, cfg: Config | None, run_dir: Path | None = None, resume: Path | None = None) -> None:
@@ -192,6 +193,11 @@ class Trainer:
         out = self.learner.train(batch, self.t_env, self.episode)
         self.train_steps += 1
         self.controller.load_weights(self.learner.actor_weights())
+        histograms = getattr(self.learner, "histograms", None)  # optional: distributions for MindInsight
+        if histograms is not None and self.t_env - self.last["hist"] >= self.cfg.log.histogram_interval:
+            self.last["hist"] = self.t_env
+            for key, values in histograms(batch).items():
+                self.logger.log_histogram(key, values, self.t_env)
         return out
 
     def run(self) -> Path:
