@@ -1,17 +1,23 @@
-"""Env-steps per second of the embedded SMAC engine vs JaxMARL's SMAX, measured in the same run.
+"""Env steps per second of our SMAC env vs JaxMARL's SMAX, measured side by side in the same run.
 
     .venv/bin/python benchmarks/sim_throughput.py            # writes benchmarks/results/sim_throughput.md
 
 One "env step" = one agent step of one env (8 game loops for us, 8 world ticks for SMAX); 64 envs
 stepped once count 64.  Both sides choose uniformly random *available* actions each step and reset
-finished envs.  Ours: ``BatchedSimEngine`` (Numba) with SMAC's availability rules from
-``sim/avail.py`` (Numba too).
-It measures the engine only, not the SMAC obs/state/reward features.  SMAX: ``HeuristicEnemySMAX``
-with the scenario of the same name, whose jitted ``step`` already includes obs, reward and auto-reset;
-one jitted call samples actions and steps (``vmap`` over envs).  SMAX runs in a subprocess of the
-separate venv ``.venv-bench`` (``python3 -m venv .venv-bench && .venv-bench/bin/pip install jaxmarl``)
-because jax needs numpy 2.  The "SMAX scan" column rolls 100 steps inside one jitted ``lax.scan``
-(JaxMARL's favoured use, no Python per step); the ratio is taken against the per-step column.
+finished envs.
+
+Ours, headline ("full env step", like-for-like with SMAX's step): ``BatchedStarCraft2Env.step`` — the
+Numba engine plus everything the agents consume, computed for every env every step: per-agent
+observations, global state, available actions, reward and episode end (``features.py``, NumPy,
+vectorised over envs) — plus drawing the random available actions and resetting finished envs.
+Secondary ("engine only"): ``BatchedSimEngine`` with the engine's own Numba availability rule, no
+obs/state/reward.  SMAX: ``HeuristicEnemySMAX`` with the scenario of the same name, whose jitted
+``step`` includes obs, reward and auto-reset; one jitted call samples actions and steps (``vmap`` over
+envs).  SMAX runs in a subprocess of the separate venv ``.venv-bench`` (``python3 -m venv .venv-bench &&
+.venv-bench/bin/pip install jaxmarl``) because jax needs numpy 2.  The "SMAX scan" column rolls 100
+steps inside one jitted ``lax.scan`` (JaxMARL's favoured use, no Python per step); the ratios are taken
+against the per-step column unless named "scan".  The machine's load average is recorded before and
+after every cell: a shared machine depresses and scatters every number.
 """
 
 from __future__ import annotations
@@ -110,12 +116,36 @@ def bench_ours(name: str, n_envs: int, seconds: float) -> dict:
     return {"sps": n * n_envs / (time.perf_counter() - t0), "first_call_s": first_s}
 
 
+def bench_full(name: str, n_envs: int, seconds: float) -> dict:
+    """Steps per second of ``BatchedStarCraft2Env`` (engine + obs + state + avail + reward + end)."""
+    from marl.envs.smac.batched_env import BatchedStarCraft2Env
+    from marl.envs.smac.sim.avail import sample_available
+
+    t0 = time.perf_counter()
+    env = BatchedStarCraft2Env(name, n_envs, seed=0)
+    env.reset()
+    rs = np.random.default_rng(0)
+    # the first step loads the compiled engine and sampler from the Numba cache: not timed
+    env.step(sample_available(env.get_avail_actions().astype(bool), rs.random((n_envs, env.n_agents))))
+    first_s = time.perf_counter() - t0
+    env.reset()
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        actions = sample_available(env.get_avail_actions().astype(bool), rs.random((n_envs, env.n_agents)))
+        _, terminated, _ = env.step(actions)
+        n += 1
+        if terminated.any():
+            env.reset_envs(terminated)
+    return {"sps": n * n_envs / (time.perf_counter() - t0), "first_call_s": first_s}
+
+
 def cold_compile_seconds() -> float:
-    """Import + reset + first step of 3m in a fresh process with an empty Numba cache."""
+    """Import + reset + first step of 3m (engine and SMAC features) in a fresh process with an empty Numba
+    cache."""
     code = ("import time; t0 = time.perf_counter(); import numpy as np; "
-            "from marl.envs.smac.maps import load_map; from marl.envs.smac.sim.engine import SimEngine; "
-            "e = SimEngine(load_map('3m'), 0); e.reset(); e.step(np.ones(3, int)); "
-            "e._batch.avail_actions(); print(time.perf_counter() - t0)")
+            "from marl.envs.smac.batched_env import BatchedStarCraft2Env; "
+            "e = BatchedStarCraft2Env('3m', 1, 0); e.reset(); e.step(np.ones((1, 3), int)); "
+            "e.engine.avail_actions(); print(time.perf_counter() - t0)")
     with tempfile.TemporaryDirectory() as tmp:
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                              env=dict(os.environ, NUMBA_CACHE_DIR=tmp), check=True)
@@ -146,38 +176,52 @@ def main() -> None:
     args = ap.parse_args()
     cold = cold_compile_seconds()
     print(f"cold Numba compile: {cold:.1f} s", flush=True)
+    load_start = os.getloadavg()
     rows = []
     for name in args.maps:
         for n in args.envs:
+            load0 = os.getloadavg()[0]
+            full = bench_full(name, n, args.seconds)
             ours = bench_ours(name, n, args.seconds)
             smax = bench_smax(name, n, args.seconds)
-            rows.append((name, n, ours, smax))
+            load1 = os.getloadavg()[0]
+            rows.append((name, n, full, ours, smax, load0, load1))
             s = f"{smax['sps']:.0f}" if smax else "n/a"
-            print(f"{name} x{n}: ours {ours['sps']:.0f} sps (first call {ours['first_call_s']:.2f}s), "
-                  f"SMAX {s}", flush=True)
+            print(f"{name} x{n}: full env step {full['sps']:.0f} sps, engine only {ours['sps']:.0f} sps, "
+                  f"SMAX {s} (load {load0:.1f} -> {load1:.1f})", flush=True)
+    load_end = os.getloadavg()
+
+    def fmt(load: tuple[float, float, float]) -> str:
+        return " / ".join(f"{x:.2f}" for x in load)
+
     lines = [
-        "# Embedded engine vs JaxMARL SMAX: env steps per second",
+        "# Our SMAC env vs JaxMARL SMAX: env steps per second",
         "",
         f"- command: `{' '.join([Path(sys.executable).name] + sys.argv)}`",
         f"- date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
-        f"- nproc: {os.cpu_count()}; timed {args.seconds}s per cell; random available actions; "
+        f"- nproc: {os.cpu_count()}; timed {args.seconds}s per cell and side; random available actions; "
         "finished envs reset",
-        f"- our cold Numba compile (empty cache, import + reset + first step of 3m): {cold:.1f} s; "
-        "later processes load the on-disk cache (the 'first call' column)",
-        "- ours = `BatchedSimEngine` (engine only); SMAX = `HeuristicEnemySMAX` jitted step incl. obs/reward",
+        f"- load average (1/5/15 min) before: {fmt(load_start)}; after: {fmt(load_end)}",
+        f"- our cold Numba compile (empty cache, import + reset + first full step of 3m): {cold:.1f} s; "
+        "later processes load the on-disk cache",
+        "- **full** = `BatchedStarCraft2Env.step` with obs + state + avail + reward + end for every env "
+        "(like-for-like with SMAX's step; the headline); **engine** = `BatchedSimEngine` only",
+        "- SMAX = `HeuristicEnemySMAX` jitted step incl. obs/reward/auto-reset; ratios against its "
+        "per-step column, `scan` = 100 steps in one `lax.scan`",
         "",
-        "| map | n_envs | ours sps | first call s | SMAX sps (jit step) | SMAX sps (scan 100) "
-        "| SMAX compile s | ours/SMAX step | ours/SMAX scan |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| map | n_envs | ours full sps | ours engine sps | SMAX sps (jit step) | SMAX sps (scan 100) "
+        "| full/SMAX step | full/SMAX scan | engine/SMAX step | SMAX compile s | load before→after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, n, ours, smax in rows:
+    for name, n, full, ours, smax, load0, load1 in rows:
         if smax:
-            lines.append(f"| {name} | {n} | {ours['sps']:.0f} | {ours['first_call_s']:.2f} | "
-                         f"{smax['sps']:.0f} | {smax['scan_sps']:.0f} | {smax['compile_s']:.1f} | "
-                         f"{ours['sps'] / smax['sps']:.2f} | {ours['sps'] / smax['scan_sps']:.2f} |")
+            lines.append(f"| {name} | {n} | {full['sps']:.0f} | {ours['sps']:.0f} | {smax['sps']:.0f} | "
+                         f"{smax['scan_sps']:.0f} | {full['sps'] / smax['sps']:.2f} | "
+                         f"{full['sps'] / smax['scan_sps']:.2f} | {ours['sps'] / smax['sps']:.2f} | "
+                         f"{smax['compile_s']:.1f} | {load0:.1f}→{load1:.1f} |")
         else:
-            lines.append(f"| {name} | {n} | {ours['sps']:.0f} | {ours['first_call_s']:.2f} "
-                         "| n/a | n/a | n/a | n/a | n/a |")
+            lines.append(f"| {name} | {n} | {full['sps']:.0f} | {ours['sps']:.0f} | n/a | n/a | n/a | n/a "
+                         f"| n/a | n/a | {load0:.1f}→{load1:.1f} |")
     text = "\n".join(lines) + "\n"
     print(text)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

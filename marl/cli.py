@@ -87,7 +87,13 @@ def evaluate_main(argv: Sequence[str] | None = None) -> dict[str, float]:
     controller.load_weights(learner.actor_weights())
     n_envs = min(args.envs, args.episodes)
     runner = registry.build(
-        "runner", "parallel", env_fn=env_fn, scheme=Scheme(info), controller=controller, batch_size_run=n_envs
+        "runner",
+        "parallel",
+        env_fn=env_fn,
+        scheme=Scheme(info),
+        controller=controller,
+        batch_size_run=n_envs,
+        batched=not args.save_replay,  # replays come from per-env StarCraft2Envs
     )
     stats = RolloutStats()
     try:

@@ -78,6 +78,34 @@ def test_batched_equals_single_engines(name):
             np.testing.assert_array_equal(bt.table(1).enemies.pos, singles[1].reset().enemies.pos)
 
 
+def test_masked_step_leaves_other_envs_and_their_random_streams_untouched():
+    """Stepping a subset equals single engines of which only those were stepped (ignored actions of the
+    others may be anything, even out of range)."""
+    spec = load_map("3m")
+    n, seed = 3, 4
+    batch = BatchedSimEngine(spec, n, seed)
+    singles = [SimEngine(spec, env_seed(seed, e)) for e in range(n)]
+    batch.reset()
+    for s in singles:
+        s.reset()
+    rs = np.random.default_rng(2)
+    for t in range(40):
+        acts = _random_actions(batch, rs)
+        mask = rs.random(n) < 0.5
+        acts[~mask] = 99  # never looked at
+        before = batch.S[~mask].copy()
+        bt = batch.step(acts, mask)
+        np.testing.assert_array_equal(batch.S[~mask], before)
+        for e in np.flatnonzero(mask):
+            st = singles[e].step(acts[e])
+            np.testing.assert_array_equal(bt.table(e).allies.health, st.allies.health, err_msg=f"step {t}")
+            np.testing.assert_array_equal(bt.table(e).enemies.pos, st.enemies.pos, err_msg=f"step {t}")
+    with pytest.raises(ValueError, match="env 1 got 99"):
+        batch.step(np.full((n, 3), 99), np.array([False, True, False]))
+    with pytest.raises(ValueError, match="mask must have shape"):
+        batch.step(np.ones((n, 3), dtype=int), np.ones(2, dtype=bool))
+
+
 @pytest.mark.parametrize("name", list_maps())
 def test_every_map_runs_a_short_random_episode(name):
     spec = load_map(name)

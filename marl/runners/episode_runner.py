@@ -170,10 +170,21 @@ def make_parallel_runner(
     cfg: Config | None = None,
     batch_size_run: int | None = None,
     subprocess: bool | None = None,
+    batched: bool = True,
 ) -> ParallelRunner:
-    """``runner.batch_size_run`` envs; ``env_fn(i)`` builds env ``i`` (seeded per row)."""
+    """``runner.batch_size_run`` envs; ``env_fn(i)`` builds env ``i`` (seeded per row).
+
+    SMAC maps on the embedded engine are stepped as one batched env (same episodes as per-row envs, see
+    ``marl/envs/smac/batched_env.py``) unless ``batched=False`` (per-env replays) or ``subprocess``.
+    """
     n, sub = runner_size(cfg, batch_size_run, subprocess)
-    return ParallelRunner([_Bound(env_fn, i) for i in range(n)], scheme, controller, subprocess=sub)
+    venv = None
+    if batched and not sub:
+        from marl.envs.smac.batched_env import batched_vector_env_for
+
+        venv = batched_vector_env_for(env_fn, n)
+    fns = [_Bound(env_fn, i) for i in range(n)]
+    return ParallelRunner(fns, scheme, controller, subprocess=sub, venv=venv)
 
 
 @register("runner", "episode")

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from marl.envs.base import MultiAgentEnv
-from marl.envs.smac.features import N_ACTIONS_NO_ATTACK, SmacFeatures, SmacOptions, max_reward
+from marl.envs.smac.features import N_ACTIONS_NO_ATTACK, RUNNING, SmacFeatures, SmacOptions, Units, max_reward
 from marl.envs.smac.maps import load_map
 from marl.envs.smac.render import render_frame, save_gif
 from marl.envs.smac.sc2 import EpisodeAborted, resolve_backend
@@ -111,8 +111,7 @@ class StarCraft2Env(MultiAgentEnv):
         self._episode_steps = 0
         self._terminated = False
         self.last_action = np.zeros((self.n_agents, self.n_actions), dtype=np.float32)
-        self.death_tracker_ally = np.zeros(self.n_agents, dtype=bool)
-        self.death_tracker_enemy = np.zeros(self.n_enemies, dtype=bool)
+        self._dead = np.zeros((1, self.n_agents + self.n_enemies), dtype=bool)  # SMAC's death trackers
         self._heuristic_targets: list[int | None] = [None] * self.n_agents
         if self._frames:
             self._last_frames = self._frames
@@ -129,9 +128,10 @@ class StarCraft2Env(MultiAgentEnv):
         acts = self._check_actions(actions)
         self.last_action = np.eye(self.n_actions, dtype=np.float32)[acts]
         if self.opts.heuristic_ai:
-            acts = self.features.heuristic_actions(self._table, self._heuristic_targets, self._avail,
-                                                   self.opts.heuristic_rest, self._geo)
-        prev = self._table
+            acts = self.features.batch_heuristic(self._units, [self._heuristic_targets], self._avail[None],
+                                                 self.opts.heuristic_rest,
+                                                 self.features.batch_geometry(self._units))[0]
+        prev = self._units
         try:
             table = self._engine.step(acts.copy())
         except EpisodeAborted:  # the connection failed and SC2 was relaunched: SMAC returns (0, True, {})
@@ -143,13 +143,12 @@ class StarCraft2Env(MultiAgentEnv):
         self._frames.append((table.copy(), acts))
         self._set_table(table)
 
-        reward = self.features.battle_reward(prev, table, self.death_tracker_ally, self.death_tracker_enemy)
-        info: dict[str, Any] = {"battle_won": False,
-                                "dead_allies": int((table.allies.health <= 0).sum()),
-                                "dead_enemies": int((table.enemies.health <= 0).sum())}
-        code = self.features.end_code(table)
+        reward_E, code_E, dead_a, dead_e = self.features.reward_and_end(prev, self._units, self._dead)
+        reward, code = float(reward_E[0]), int(code_E[0])
+        info: dict[str, Any] = {"battle_won": False, "dead_allies": int(dead_a[0]),
+                                "dead_enemies": int(dead_e[0])}
         terminated = False
-        if code is not None:
+        if code != RUNNING:
             terminated = True
             self.battles_game += 1
             if code == 1:
@@ -170,6 +169,16 @@ class StarCraft2Env(MultiAgentEnv):
         if self.opts.reward_scale:
             reward /= self.max_reward / self.opts.reward_scale_rate
         return float(reward), terminated, info
+
+    @property
+    def death_tracker_ally(self) -> np.ndarray:
+        """SMAC's per-agent "has died" flags (a view of the tracker)."""
+        return self._dead[0, :self.n_agents]
+
+    @property
+    def death_tracker_enemy(self) -> np.ndarray:
+        """SMAC's per-enemy "has died" flags (a view of the tracker)."""
+        return self._dead[0, self.n_agents:]
 
     def _check_actions(self, actions: Any) -> np.ndarray:
         acts = np.asarray(actions).reshape(-1)
@@ -204,12 +213,12 @@ class StarCraft2Env(MultiAgentEnv):
                                f"{self.n_agents} and {self.n_enemies}")
 
     def _set_table(self, table: UnitTable) -> None:
-        """Cache what every getter needs: geometry, availability and observations of ``table``."""
+        """Cache what every getter needs: availability, observations and state of ``table``."""
         self._table = table
-        self._geo = self.features.geometry(table)
-        self._avail = self.features.avail_actions(table, self._geo)
-        self._obs = self.features.observations(table, self._avail, self.last_action, self._episode_steps,
-                                               self._geo)
+        self._units = Units.from_table(table)
+        avail, obs, state = self.features.observe(self._units, self.last_action[None],
+                                                  np.array([self._episode_steps]))
+        self._avail, self._obs, self._state = avail[0], obs[0], state[0]
 
     def _require(self) -> UnitTable:
         if self._table is None:
@@ -229,8 +238,8 @@ class StarCraft2Env(MultiAgentEnv):
         return self.features.obs_size
 
     def get_state(self) -> np.ndarray:
-        table = self._require()
-        return self.features.state(table, self.last_action, self._episode_steps, self._obs)
+        self._require()
+        return self._state.copy()
 
     def get_state_size(self) -> int:
         return self.features.state_size
@@ -291,8 +300,8 @@ class StarCraft2Env(MultiAgentEnv):
 
     def get_visibility_matrix(self) -> np.ndarray:
         """(n_agents, n_agents + n_enemies) bool matrix of who each living agent sees."""
-        table = self._require()
-        return self.features.visibility(table, self._geo)
+        self._require()
+        return self.features.batch_visibility(self._units, self.features.batch_geometry(self._units))[0]
 
     def get_unit_types(self) -> list[str]:
         """Unit name of every agent, in agent-id order."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from marl.envs.smac.features import Units
 from marl.envs.smac.sim.avail import avail_actions, battle_status
 from marl.envs.smac.sim.physics import nav_table
 from marl.envs.smac.sim.stepper import (
@@ -141,6 +142,12 @@ class BatchedUnitTable:
     def n_agents(self) -> int:
         return len(self.ally_types)
 
+    def units(self) -> Units:
+        """All envs as feature :class:`Units` (views of ``state``, no copy)."""
+        s = self.state
+        return Units(self.n_agents, s[:, :, S_X:S_Y + 1], s[:, :, S_HP], s[:, :, S_SH], s[:, :, S_CD],
+                     s[:, :, S_EN], self.health_max)
+
     def table(self, e: int) -> UnitTable:
         """The :class:`UnitTable` of env ``e`` (arrays are copies)."""
         na = self.n_agents
@@ -218,20 +225,39 @@ class BatchedSimEngine:
                   self._target, self._target2, self.S, self.rng)
         return self.snapshot()
 
-    def step(self, actions_EN: np.ndarray) -> BatchedUnitTable:
-        """Apply SMAC action ints (n_envs, n_agents) and advance every env by one agent step (8 loops)."""
+    def step(self, actions_EN: np.ndarray, mask: np.ndarray | None = None) -> BatchedUnitTable:
+        """Apply SMAC action ints (n_envs, n_agents) and advance every env by one agent step (8 loops).
+
+        With ``mask`` (bool, (n_envs,)) only those envs are stepped; the others keep their state and their
+        random stream (their actions are ignored), exactly as an unstepped :class:`SimEngine`.
+        """
         a = np.asarray(actions_EN)
         if a.shape != (self.n_envs, self.n_agents):
             raise ValueError(f"actions must have shape ({self.n_envs}, {self.n_agents}), got {a.shape}")
         a = a.astype(np.int64, copy=False)
-        bad = check_actions(a, self.n_agents, 6 + self.n_enemies, PROPS, self.utype)
+        idx = None
+        if mask is not None:
+            mask = np.asarray(mask, dtype=np.bool_)
+            if mask.shape != (self.n_envs,):
+                raise ValueError(f"mask must have shape ({self.n_envs},), got {mask.shape}")
+            if not mask.all():
+                idx = np.flatnonzero(mask)
+        rows = np.arange(self.n_envs) if idx is None else idx
+        sub = a if idx is None else a[idx]
+        bad = check_actions(sub, self.n_agents, 6 + self.n_enemies, PROPS, self.utype)
         if bad >= 0:
-            e, i = divmod(bad, self.n_agents)
+            k, i = divmod(bad, self.n_agents)
             hi = 6 + (min(self.n_agents, self.n_enemies) if self._heal_mask[i] else self.n_enemies)
             raise ValueError(f"actions must lie in [0, {hi}) for agent {i} ({self.spec.ally_types[i]}); "
-                             f"env {e} got {a[e, i]}")
-        sim_step(a, self.n_agents, PROPS, self.utype, self.grid, self.nav, self._order, self.S, self.rng,
-                 self._perm)
+                             f"env {rows[k]} got {sub[k, i]}")
+        if idx is None:
+            sim_step(a, self.n_agents, PROPS, self.utype, self.grid, self.nav, self._order, self.S, self.rng,
+                     self._perm)
+        elif len(idx):  # the envs are independent: step a compact copy of the chosen ones, write it back
+            S, rng = self.S[idx], self.rng[idx]
+            sim_step(sub, self.n_agents, PROPS, self.utype, self.grid, self.nav, self._order, S, rng,
+                     self._perm)
+            self.S[idx], self.rng[idx] = S, rng
         return self.snapshot()
 
     def avail_actions(self) -> np.ndarray:

@@ -1,0 +1,343 @@
+"""``BatchedStarCraft2Env``: E copies of one SMAC map on the embedded engine, stepped by one call.
+
+The engine is :class:`BatchedSimEngine` (Numba) and every SMAC rule is :class:`SmacFeatures`' ``batch_*``
+code: the very code ``StarCraft2Env`` runs with E = 1. Env ``e`` of ``BatchedStarCraft2Env(map, E, seed=s)``
+therefore behaves exactly as ``StarCraft2Env(map, backend="sim", seed=s + e)`` under the same actions and
+resets: same observations, state, available actions, reward, end of episode and counters.
+:class:`BatchedSmacVectorEnv` puts it behind the runner's vector-env interface (``marl/envs/vector.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from marl.envs.smac.features import N_ACTIONS_NO_ATTACK, RUNNING, SmacFeatures, SmacOptions, max_reward
+from marl.envs.smac.maps import load_map
+from marl.envs.smac.sim.engine import BatchedSimEngine
+from marl.envs.vector import Obs, Transition
+
+_ACTION_NAMES = ("no-op", "stop", "move north", "move south", "move east", "move west")
+# StarCraft2Env keywords that change nothing on the embedded engine (replays, the real game's AI level).
+_SIM_IGNORED = ("replay_dir", "replay_prefix", "difficulty", "step_mul")
+
+
+class BatchedStarCraft2Env:
+    """``n_envs`` SMAC envs of one map (Samvelyan et al., 2019, arXiv:1902.04043) on the embedded engine.
+
+    Arrays have a leading env axis E. ``smac_flags`` are SMAC's options (:class:`SmacOptions`). Arrays
+    returned by the getters belong to the env: a later masked step may overwrite their stepped rows.
+    """
+
+    def __init__(self, map_name: str = "8m", n_envs: int = 1, seed: int | None = None,
+                 **smac_flags: Any) -> None:
+        if int(n_envs) < 1:
+            raise ValueError(f"n_envs must be >= 1, got {n_envs}")
+        self.map_name = map_name
+        self.spec = load_map(map_name)
+        self.opts = SmacOptions.from_flags(**smac_flags)
+        self.features = f = SmacFeatures(self.spec, self.opts)
+        self.n_envs = E = int(n_envs)
+        self.n_agents, self.n_enemies = n, m = self.spec.n_agents, self.spec.n_enemies
+        self.n_actions = A = f.n_actions
+        self.episode_limit = self.spec.episode_limit
+        self.engine = BatchedSimEngine(self.spec, E, seed)
+        self.max_reward = max_reward(self.spec, self.opts)  # replaced by the engine's maxima at first reset
+        self._max_reward_from_table = False
+        self.battles_won = np.zeros(E, dtype=np.int64)
+        self.battles_game = np.zeros(E, dtype=np.int64)
+        self.timeouts = np.zeros(E, dtype=np.int64)
+        self._eye = np.eye(A, dtype=np.float32)
+        o = self.opts
+        win, loss = (1.0, -1.0) if o.reward_sparse else (o.reward_win, o.reward_defeat)
+        self._end_reward = np.array([0.0, win, 0.0, loss])
+        self._flat_base = np.arange(E * n, dtype=np.int64).reshape(E, n) * A  # flat (env, agent) offsets
+        self._steps = np.zeros(E, dtype=np.int64)
+        self._running = np.zeros(E, dtype=bool)  # reset and not yet ended
+        self._last_action = np.zeros((E, n, A), dtype=np.float32)
+        self._dead = np.zeros((E, n + m), dtype=bool)  # SMAC's death trackers, allies then enemies
+        self._targets: list[list[int | None]] = [[None] * n for _ in range(E)]  # heuristic_ai targets
+        self._units = None
+        self._avail = np.zeros((E, n, A), dtype=np.int64)
+        self._obs = np.zeros((E, n, f.obs_size), dtype=np.float32)
+        self._state = np.zeros((E, f.state_size), dtype=np.float32)
+
+    # ------------------------------------------------------------------ episode control
+    def reset(self) -> tuple[np.ndarray, np.ndarray]:
+        """Start an episode in every env; returns (obs_ENO, state_ES)."""
+        return self.reset_envs(np.ones(self.n_envs, dtype=bool))
+
+    def reset_envs(self, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Start a new episode in the envs where ``mask`` (bool, (n_envs,)) is True; returns (obs, state)
+        of all envs."""
+        mask = self._mask(mask)
+        idx = None if mask.all() else np.flatnonzero(mask)
+        table = self.engine.reset_envs(mask)
+        if not self._max_reward_from_table:  # SMAC adds the enemies' health+shield maxima on the first reset
+            self.max_reward = max_reward(self.spec, self.opts, table.table(0).enemies)
+            self._max_reward_from_table = True
+        self._units = table.units()
+        rows = slice(None) if idx is None else idx
+        self._steps[rows] = 0
+        self._running[rows] = True
+        self._last_action[rows] = 0.0
+        self._dead[rows] = False
+        for e in np.flatnonzero(mask):
+            self._targets[e] = [None] * self.n_agents
+        self._observe(idx)
+        return self._obs, self._state
+
+    def step(self, actions_EN: Any, mask: np.ndarray | None = None
+             ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """One joint action per env; returns (reward_E, terminated_E, info) with info arrays ``battle_won``,
+        ``dead_allies``, ``dead_enemies`` and ``episode_limit`` (a timeout with ``continuing_episode``).
+
+        With ``mask`` only those envs are stepped (the others keep their state, random stream and outputs,
+        and read 0/False in the returned arrays); their actions are ignored.
+        """
+        E, n = self.n_envs, self.n_agents
+        a = np.asarray(actions_EN)
+        if a.shape != (E, n):
+            raise ValueError(f"actions must have shape (n_envs, n_agents) = ({E}, {n}), got {a.shape}")
+        idx = None
+        if mask is not None:
+            mask = self._mask(mask)
+            if not mask.all():
+                idx = np.flatnonzero(mask)
+        rows = np.arange(E) if idx is None else idx
+        if not len(rows):  # nothing to step
+            info = {k: np.zeros(E, dtype=bool) for k in ("battle_won", "episode_limit")}
+            info.update({k: np.zeros(E, dtype=np.int64) for k in ("dead_allies", "dead_enemies")})
+            return np.zeros(E), np.zeros(E, dtype=bool), info
+        if not (self._running.all() if idx is None else self._running[rows].all()):
+            bad = rows[~self._running[rows]].tolist()
+            raise RuntimeError(f"env(s) {bad} are not running (never reset, or the episode ended); "
+                               "call reset() or reset_envs() first")
+        sub = self._check_actions(a if idx is None else a[idx], rows)
+        f, o = self.features, self.opts
+        if idx is None:
+            self._last_action = self._eye[sub]
+        else:
+            self._last_action[idx] = self._eye[sub]
+        if o.heuristic_ai:
+            u = self._units if idx is None else self._units.take(idx)
+            sub = f.batch_heuristic(u, [self._targets[e] for e in rows], self._avail[rows], o.heuristic_rest,
+                                    f.batch_geometry(u))
+        if idx is None:
+            full = sub
+        else:
+            full = np.zeros((E, n), dtype=np.int64)
+            full[idx] = sub
+        prev = self._units
+        self._units = self.engine.step(full, mask).units()
+        if idx is None:
+            self._steps += 1
+            cur, dead, steps = self._units, self._dead, self._steps
+        else:
+            self._steps[idx] += 1
+            prev, cur, dead, steps = prev.take(idx), self._units.take(idx), self._dead[idx], self._steps[idx]
+        reward, code, dead_a, dead_e = f.reward_and_end(prev, cur, dead)
+        if idx is not None:
+            self._dead[idx] = dead
+        # the end bonus by code (+1 win, 0 draw, 2 running, -1 loss = index 3); sparse: the reward itself
+        reward = self._end_reward[code] if o.reward_sparse else reward + self._end_reward[code]
+        won = code == 1
+        timeout = (code == RUNNING) & (steps >= self.episode_limit)
+        term = (code != RUNNING) | timeout
+        where = slice(None) if idx is None else idx
+        self.battles_game[where] += term
+        self.battles_won[where] += won
+        self.timeouts[where] += timeout
+        self._running[where] = ~term
+        if o.reward_scale:
+            reward = reward / (self.max_reward / o.reward_scale_rate)
+        self._observe(idx)
+        if idx is None:
+            info = {"battle_won": won, "dead_allies": dead_a, "dead_enemies": dead_e,
+                    "episode_limit": timeout & o.continuing_episode}
+            return reward, term, info
+        out_r, out_t = np.zeros(E), np.zeros(E, dtype=bool)
+        out_r[idx], out_t[idx] = reward, term
+        info = {}
+        for k, v in (("battle_won", won), ("dead_allies", dead_a), ("dead_enemies", dead_e),
+                     ("episode_limit", timeout & o.continuing_episode)):
+            info[k] = np.zeros(E, dtype=v.dtype)
+            info[k][idx] = v
+        return out_r, out_t, info
+
+    def _mask(self, mask: Any) -> np.ndarray:
+        mask = np.asarray(mask)
+        if mask.shape != (self.n_envs,) or mask.dtype != np.bool_:
+            raise ValueError(f"mask must be a bool array of shape ({self.n_envs},), "
+                             f"got {mask.dtype} {mask.shape}")
+        return mask
+
+    def _check_actions(self, a: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Integer, in range and (unless heuristic_ai) available; the error names env, agent and action."""
+        if a.dtype.kind not in "iu":
+            if a.dtype.kind not in "fb" or not np.all(np.equal(np.mod(a, 1), 0)):
+                raise ValueError(f"actions must be integers, got dtype {a.dtype}")
+        a = a.astype(np.int64, copy=False)
+        if not (a.view(np.uint64) < self.n_actions).all():  # negatives wrap to huge values
+            k, i = np.argwhere((a < 0) | (a >= self.n_actions))[0]
+            raise ValueError(f"env {rows[k]}, agent {i}: action {a[k, i]} is out of range "
+                             f"0..{self.n_actions - 1}")
+        if not self.opts.heuristic_ai:
+            avail = self._avail[rows] if len(rows) < self.n_envs else self._avail
+            ok = avail.reshape(-1)[self._flat_base[:len(rows)] + a]
+            if not ok.all():
+                k, i = np.argwhere(ok == 0)[0]
+                act = int(a[k, i])
+                raise ValueError(f"env {rows[k]}, agent {i} cannot take action {act} "
+                                 f"({self.action_name(i, act)}); available actions: "
+                                 f"{np.flatnonzero(avail[k, i]).tolist()}")
+        return a
+
+    def _observe(self, idx: np.ndarray | None) -> None:
+        """Availability, observations and state of the envs ``idx`` (None = all) from the current units."""
+        f = self.features
+        u = self._units if idx is None else self._units.take(idx)
+        last = self._last_action if idx is None else self._last_action[idx]
+        steps = self._steps if idx is None else self._steps[idx]
+        avail, obs, state = f.observe(u, last, steps)
+        if idx is None:
+            self._avail, self._obs, self._state = avail, obs, state
+        else:
+            self._avail[idx], self._obs[idx], self._state[idx] = avail, obs, state
+
+    # ------------------------------------------------------------------ getters
+    def get_obs(self) -> np.ndarray:
+        """(E, n_agents, obs_size) float32."""
+        return self._obs
+
+    def get_state(self) -> np.ndarray:
+        """(E, state_size) float32."""
+        return self._state
+
+    def get_avail_actions(self) -> np.ndarray:
+        """(E, n_agents, n_actions) int64 0/1."""
+        return self._avail
+
+    def action_name(self, agent_id: int, action: int) -> str:
+        """Readable name of an action of one agent."""
+        if action < N_ACTIONS_NO_ATTACK:
+            return _ACTION_NAMES[action]
+        kind = "heal ally" if self.features.ally_medivac[agent_id] else "attack enemy"
+        return f"{kind} {action - N_ACTIONS_NO_ATTACK}"
+
+    def get_env_info(self) -> dict[str, Any]:
+        """SMAC's env info of one env (the same for every env of the batch)."""
+        f = self.features
+        return {"state_shape": f.state_size, "obs_shape": f.obs_size, "n_actions": self.n_actions,
+                "n_agents": self.n_agents, "episode_limit": self.episode_limit,
+                "agent_features": list(f.agent_features), "enemy_features": list(f.enemy_features)}
+
+    def env_stats(self, e: int) -> dict[str, Any]:
+        """``StarCraft2Env.get_stats()`` of env ``e``."""
+        return _stats(int(self.battles_won[e]), int(self.battles_game[e]), int(self.timeouts[e]))
+
+    def get_stats(self) -> dict[str, Any]:
+        """SMAC's counters summed over the envs (win_rate = total won / total played)."""
+        return _stats(int(self.battles_won.sum()), int(self.battles_game.sum()), int(self.timeouts.sum()))
+
+    def close(self) -> None:
+        """Nothing to release (the engine is in-process)."""
+        self._units = None
+
+
+def _stats(won: int, game: int, timeouts: int) -> dict[str, Any]:
+    return {"battles_won": won, "battles_game": game, "battles_draw": timeouts,
+            "win_rate": won / game if game else 0.0, "timeouts": timeouts, "restarts": 0}
+
+
+class BatchedSmacVectorEnv:
+    """The runner's vector-env interface (``reset``/``step`` per row, see ``marl/envs/vector.py``) over one
+    :class:`BatchedStarCraft2Env`; row ``r`` equals ``StarCraft2Env(map, backend="sim", seed=seed + r)``.
+
+    Rows not passed to :meth:`step` are not stepped (a masked engine step: no work, no randomness used).
+    """
+
+    def __init__(self, map_name: str, n_envs: int, seed: int | None = None, **smac_flags: Any) -> None:
+        for k in _SIM_IGNORED:
+            smac_flags.pop(k, None)
+        self.env = BatchedStarCraft2Env(map_name, n_envs, seed, **smac_flags)
+        self.n_envs = self.env.n_envs
+
+    def _mask(self, rows: Sequence[int]) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        if len(rows) and (rows.min() < 0 or rows.max() >= self.n_envs):
+            raise ValueError(f"rows must lie in [0, {self.n_envs}), got {rows.tolist()}")
+        mask = np.zeros(self.n_envs, dtype=bool)
+        mask[rows] = True
+        if mask.sum() != len(rows):
+            raise ValueError(f"rows must be distinct, got {rows.tolist()}")
+        return mask
+
+    def _observe(self, rows: np.ndarray) -> list[Obs]:
+        env = self.env
+        obs, state = env.get_obs()[rows], env.get_state()[rows]
+        avail = env.get_avail_actions()[rows].astype(np.int32)
+        return [Obs(obs[k], state[k], avail[k]) for k in range(len(rows))]
+
+    def reset(self, rows: Sequence[int]) -> list[Obs]:
+        """Start a new episode in ``rows``; their observations."""
+        mask = self._mask(rows)
+        self.env.reset_envs(mask)
+        return self._observe(np.asarray(rows, dtype=np.int64).reshape(-1))
+
+    def step(self, actions_BN: np.ndarray, rows: Sequence[int]) -> list[Transition]:
+        """Step ``rows`` with ``actions_BN[k]`` for row ``rows[k]``; one :class:`Transition` per row."""
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+        mask = self._mask(rows)
+        actions = np.asarray(actions_BN)
+        if actions.shape != (len(rows), self.env.n_agents):
+            raise ValueError(f"actions must have shape ({len(rows)}, {self.env.n_agents}) for rows "
+                             f"{rows.tolist()}, got {actions.shape}")
+        full = np.zeros((self.n_envs, self.env.n_agents), dtype=actions.dtype)
+        full[rows] = actions
+        reward, term, info = self.env.step(full, mask)
+        nxt = self._observe(rows)
+        won, da, de, lim = (info[k][rows].tolist() for k in
+                            ("battle_won", "dead_allies", "dead_enemies", "episode_limit"))
+        out = []
+        for k, r in enumerate(rows):
+            i = {"battle_won": won[k], "dead_allies": da[k], "dead_enemies": de[k]}
+            if lim[k]:  # as StarCraft2Env: the key is there only on a continuing-episode timeout
+                i["episode_limit"] = True
+            out.append(Transition(float(reward[r]), bool(term[r]), i, nxt[k]))
+        return out
+
+    def get_stats(self) -> list[dict[str, Any]]:
+        """``get_stats()`` of every row."""
+        return [self.env.env_stats(e) for e in range(self.n_envs)]
+
+    def call(self, row: int, method: str, *args: Any) -> Any:
+        """``get_stats``/``get_env_info`` of one row; other methods need real envs (SyncVectorEnv)."""
+        if method == "get_stats":
+            return self.env.env_stats(row)
+        if method == "get_env_info":
+            return self.env.get_env_info()
+        raise NotImplementedError(f"BatchedSmacVectorEnv.call supports 'get_stats' and 'get_env_info', "
+                                  f"not {method!r}; use StarCraft2Env envs (SyncVectorEnv) for it")
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def batched_vector_env_for(env_fn: Any, n_envs: int) -> BatchedSmacVectorEnv | None:
+    """A :class:`BatchedSmacVectorEnv` equal to ``[env_fn(r) for r in range(n_envs)]`` when ``env_fn`` is
+    the trainer's ``EnvFactory`` of an "sc2" env that resolves to the embedded engine; else None.
+
+    Row ``r`` of the factory is seeded ``seed * 10_000 + offset + r``: the batch's ``seed + r`` with
+    ``seed = seed * 10_000 + offset``.
+    """
+    if getattr(env_fn, "name", None) != "sc2" or not hasattr(env_fn, "offset"):
+        return None
+    from marl.envs.smac.sc2 import resolve_backend
+
+    if resolve_backend(env_fn.backend, env_fn.map_name)[0] != "sim":
+        return None
+    seed = env_fn.seed * 10_000 + env_fn.offset
+    return BatchedSmacVectorEnv(env_fn.map_name, n_envs, seed, **dict(env_fn.args))

@@ -1,0 +1,101 @@
+"""SMAC's option flags, constants and unit data (oxwhirl/smac v1; spec /work/shared/specs/smac.md).
+
+Shared by :mod:`marl.envs.smac.features` (which re-exports every name) and the envs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from marl.envs.smac.types import MapSpec, SideTable
+
+SIGHT_RANGE = 9.0
+SHOOT_RANGE = 6.0
+MOVE_AMOUNT = 2.0
+N_ACTIONS_NO_ATTACK = 6  # no-op, stop, north, south, east, west
+# Weapon cooldown normalisers in game loops (the Medivac's entry normalises its energy) [S].
+MAX_COOLDOWN = {"marine": 15, "marauder": 25, "medivac": 200, "stalker": 35, "zealot": 22, "colossus": 24,
+                "hydralisk": 10, "zergling": 11, "baneling": 1}
+DEFAULT_MAX_COOLDOWN = 15
+MAX_SHIELD = {"stalker": 80.0, "zealot": 50.0, "colossus": 150.0}
+# Nominal (health_max, shield_max) from the SMAC map files (spec §6); used for the static max_reward.
+UNIT_MAX_HEALTH_SHIELD = {"marine": (45, 0), "marauder": (125, 0), "medivac": (150, 0), "stalker": (80, 80),
+                          "zealot": (100, 50), "colossus": (200, 150), "hydralisk": (80, 0),
+                          "zergling": (35, 0), "baneling": (30, 0), "spine_crawler": (300, 0)}
+# Unit-type one-hot order per map type. Allies follow the RL-unit ids; enemies the stock ids, which in
+# stalkers_and_zealots maps gives zealot 0, stalker 1 (SMAC keeps this quirk, so do we; spec §3.3).
+_ALLY_TYPE_ORDER = {"MMM": ("marauder", "marine", "medivac"),
+                    "stalkers_and_zealots": ("stalker", "zealot"),
+                    "colossi_stalkers_zealots": ("colossus", "stalker", "zealot"),
+                    "bane": ("baneling", "zergling")}
+_ENEMY_TYPE_ORDER = {**_ALLY_TYPE_ORDER, "stalkers_and_zealots": ("zealot", "stalker")}
+@dataclass(frozen=True)
+class SmacOptions:
+    """SMAC's environment flags with SMAC's defaults (``StarCraft2Env(**flags)``)."""
+
+    obs_all_health: bool = True
+    obs_own_health: bool = True
+    obs_last_action: bool = False
+    obs_pathing_grid: bool = False
+    obs_terrain_height: bool = False
+    obs_timestep_number: bool = False
+    state_last_action: bool = True
+    state_timestep_number: bool = False
+    obs_instead_of_state: bool = False
+    reward_sparse: bool = False
+    reward_only_positive: bool = True
+    reward_scale: bool = True
+    reward_scale_rate: float = 20.0
+    reward_death_value: float = 10.0
+    reward_win: float = 200.0
+    reward_defeat: float = 0.0
+    reward_negative_scale: float = 0.5
+    continuing_episode: bool = False
+    heuristic_ai: bool = False
+    heuristic_rest: bool = False
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.type == "bool" and not isinstance(v, (bool, np.bool_)):
+                raise ValueError(f"SMAC flag {f.name} must be a bool, got {v!r}")
+            if f.type == "float":
+                if isinstance(v, bool) or not isinstance(v, (int, float, np.number)):
+                    raise ValueError(f"SMAC flag {f.name} must be a number, got {v!r}")
+                object.__setattr__(self, f.name, float(v))
+        if self.reward_scale_rate <= 0:
+            raise ValueError(f"reward_scale_rate must be > 0, got {self.reward_scale_rate}")
+
+    @classmethod
+    def from_flags(cls, **flags: Any) -> SmacOptions:
+        """Build from keyword flags; an unknown flag names the nearest valid one."""
+        valid = [f.name for f in dataclasses.fields(cls)]
+        for k in flags:
+            if k not in valid:
+                close = difflib.get_close_matches(k, valid, n=1)
+                hint = f" Did you mean {close[0]!r}?" if close else ""
+                raise ValueError(f"unknown SMAC flag {k!r}.{hint} Valid flags: {', '.join(valid)}")
+        return cls(**flags)
+
+    @property
+    def own_health(self) -> bool:
+        """SMAC forces the own-health features on whenever ``obs_all_health`` is on."""
+        return self.obs_all_health or self.obs_own_health
+
+
+def max_reward(spec: MapSpec, opts: SmacOptions, enemies: SideTable | None = None) -> float:
+    """n_enemies·death_value + reward_win + Σ enemy (health_max + shield_max).
+
+    With ``enemies`` (the table at the first reset, as SMAC does) the maxima come from the engine;
+    otherwise from the nominal unit data.
+    """
+    if enemies is not None:
+        pool = float(np.sum(enemies.health_max) + np.sum(enemies.shield_max))
+    else:
+        pool = float(sum(sum(UNIT_MAX_HEALTH_SHIELD[u]) for u in spec.enemy_types))
+    return spec.n_enemies * opts.reward_death_value + opts.reward_win + pool
