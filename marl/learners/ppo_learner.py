@@ -1,0 +1,269 @@
+"""On-policy actor-critic learner: MAPPO / IPPO / single-agent PPO (``learner.name: ppo``).
+
+PPO's clipped surrogate (Schulman et al. 2017, "Proximal Policy Optimization Algorithms") with GAE
+(Schulman et al. 2016), an entropy bonus, a clipped value loss and value normalisation, as MAPPO uses them
+(Yu et al. 2022, "The Surprising Effectiveness of PPO in Cooperative Multi-Agent Games"). One config key
+picks the critic: ``learner.critic: central`` is MAPPO (``V(s, agent id)`` on the global state),
+``local`` is IPPO (de Witt et al. 2020, ``V`` on the agent's own input); with a 1-agent environment (the
+Gymnasium adapter) ``local`` is plain PPO. Actors share parameters across agents (``agent.name``: ``rnn`` or
+``mlp``); unavailable actions are masked out of the logits; continuous actions use a Gaussian head.
+
+A ``train`` call gets ``learner.batch_size`` fresh episodes collected with exactly the current weights:
+1. one jitted evaluation gives the old log-probs and values (no stored behaviour statistics needed);
+2. NumPy computes GAE on de-normalised values, updates the running return statistics and normalises
+   the value targets and the advantages;
+3. ``ppo_epochs`` passes over ``num_minibatches`` random minibatches of whole episodes, each one jitted
+   step (loss, ``value_and_grad``, clipping, Adam). The RNN actor is trained by BPTT over the whole padded
+   episode (the "recurrent chunk" is the episode: ``episode_limit + 1`` slots, so shapes never change).
+
+:class:`marl.learners.pg_learner.PGLearner` reuses everything here with the REINFORCE objective.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from marl.buffers.episode import EpisodeBatch
+from marl.config_schema import Config
+from marl.controllers.mac import build_agent_inputs, input_dim
+from marl.controllers.policy_controller import PolicyController
+from marl.envs.base import EnvInfo
+from marl.learners.optim import clip_grad_norm, make_optimizer
+from marl.learners.returns import RunningMeanStd, gae
+from marl.learners.targets import transition_mask
+from marl.modules.policies import (
+    ActorCritic,
+    PolicyNet,
+    ValueNet,
+    categorical_logp_entropy,
+    gaussian_logp_entropy,
+)
+from marl.registry import register
+from marl.utils.ms import Tensor, assign_numpy, jit, load_numpy_into, ms, ops, params_to_numpy
+
+STAT_NAMES = ("loss", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac", "grad_norm")
+CRITICS = ("central", "local")
+AGENTS = ("rnn", "mlp")
+
+
+@register("learner", "ppo")
+class PPOLearner:
+    """MAPPO / IPPO / PPO by configuration (see the module docstring for papers and the procedure)."""
+
+    on_policy = True
+    objective = "clip"  # "pg" in PGLearner
+
+    def __init__(self, info: EnvInfo, cfg: Config) -> None:
+        lc, a = cfg.learner, cfg.agent
+        if lc.critic not in CRITICS:
+            raise ValueError(f"learner.critic={lc.critic!r}; allowed: {', '.join(CRITICS)}")
+        if a.name not in AGENTS:
+            raise ValueError(f"agent.name={a.name!r} for an on-policy learner; allowed: {', '.join(AGENTS)}")
+        if lc.ppo_epochs < 1 or lc.num_minibatches < 1 or lc.batch_size % lc.num_minibatches:
+            raise ValueError(
+                f"need ppo_epochs >= 1 and num_minibatches >= 1 dividing batch_size; got "
+                f"{lc.ppo_epochs}, {lc.num_minibatches}, batch_size {lc.batch_size}"
+            )
+        if lc.batch_size % cfg.runner.batch_size_run:
+            raise ValueError(
+                f"learner.batch_size ({lc.batch_size}) must be a multiple of runner.batch_size_run "
+                f"({cfg.runner.batch_size_run}): every train call must see the same batch shape"
+            )
+        if not (0.0 <= lc.gae_lambda <= 1.0 and lc.ppo_clip > 0.0 and lc.value_clip >= 0.0):
+            raise ValueError("need 0 <= gae_lambda <= 1, ppo_clip > 0 and value_clip >= 0")
+        self.info, self.cfg = info, cfg
+        self.t_slots = info.episode_limit + 1
+        self.discrete = bool(info.discrete)
+        critic_in = (info.state_shape if lc.critic == "central" else info.obs_shape) + (
+            info.n_agents if a.obs_agent_id else 0
+        )
+        actor = PolicyNet(
+            a.name, input_dim(info, a), a.hidden_dim, info.n_actions, self.discrete, lc.init_log_std
+        )
+        self.nets = ActorCritic(actor, ValueNet(critic_in, lc.critic_hidden_dim))
+        self.params = list(self.nets.trainable_params())
+        self.optimizer = make_optimizer(lc.optimizer, self.params, lc.lr, lc.optim_alpha, lc.optim_eps)
+        self.value_norm = RunningMeanStd()
+        self.train_steps = 0
+        self._eval, self._step = self._make_graphs()
+
+    # -------------------------------------------------------------------------------------- graphs
+    def _dist(self, out_BTNA: ms.Tensor, avail_BTNA: ms.Tensor, actions: ms.Tensor):  # noqa: ANN202
+        if self.discrete:
+            return categorical_logp_entropy(out_BTNA, avail_BTNA, actions)
+        return gaussian_logp_entropy(out_BTNA, self.nets.actor.log_std, actions)
+
+    def _make_graphs(self):  # noqa: ANN202 (returns two compiled functions)
+        lc, nets, optimizer, pg = self.cfg.learner, self.nets, self.optimizer, self.objective == "pg"
+        clip, vclip = float(lc.ppo_clip), float(lc.value_clip)
+        ent_coef, v_coef, max_norm = float(lc.entropy_coef), float(lc.value_coef), float(lc.grad_norm_clip)
+        dist = self._dist
+
+        def evaluate(actor_in, critic_in, avail, actions):
+            out = nets.actor.unroll(actor_in)
+            logp, _ = dist(out[:, :-1], avail[:, :-1], actions)
+            return logp, nets.critic(critic_in)
+
+        def loss_fn(actor_in, critic_in, avail, actions, old_logp, adv, ret, old_v, mask_BT1):
+            logp, entropy = dist(nets.actor.unroll(actor_in)[:, :-1], avail[:, :-1], actions)
+            v = nets.critic(critic_in)[:, :-1]
+            mask = ops.broadcast_to(mask_BT1, logp.shape)
+            n = mask.sum()
+            ratio = ops.exp(logp - old_logp)
+            if pg:  # REINFORCE with a baseline: -log pi(a|s) * (G - V)
+                policy_loss = -(logp * adv * mask).sum() / n
+            else:  # clipped surrogate: zero gradient once the ratio leaves [1-eps, 1+eps] in adv's direction
+                surr = ops.minimum(ratio * adv, ops.clamp(ratio, 1.0 - clip, 1.0 + clip) * adv)
+                policy_loss = -(surr * mask).sum() / n
+            err = (v - ret) ** 2
+            if vclip > 0.0:
+                v_clipped = old_v + ops.clamp(v - old_v, -vclip, vclip)
+                err = ops.maximum(err, (v_clipped - ret) ** 2)
+            value_loss = 0.5 * (err * mask).sum() / n
+            ent = (entropy * mask).sum() / n
+            loss = policy_loss + v_coef * value_loss - ent_coef * ent
+            approx_kl = ((ratio - 1.0 - (logp - old_logp)) * mask).sum() / n  # k3 estimator (Schulman 2020)
+            clip_frac = ((ops.abs(ratio - 1.0) > clip).astype(ms.float32) * mask).sum() / n
+            return loss, ops.stack([policy_loss, value_loss, ent, approx_kl, clip_frac])
+
+        self.loss_fn = loss_fn  # the pure loss (tests check its gradients)
+        grad_fn = ms.value_and_grad(loss_fn, None, weights=self.params, has_aux=True)
+
+        def step(idx, actor_in, critic_in, avail, actions, old_logp, adv, ret, old_v, mask):
+            mb = [
+                ops.gather(x, idx, 0)
+                for x in (actor_in, critic_in, avail, actions, old_logp, adv, ret, old_v, mask)
+            ]
+            (loss, stats), grads = grad_fn(*mb)
+            grads, grad_norm = clip_grad_norm(grads, max_norm)
+            optimizer(grads)
+            return ops.concat([loss.reshape(1), stats, grad_norm.reshape(1)])
+
+        if lc.use_jit:
+            return jit(evaluate), jit(step)
+        return evaluate, step
+
+    # ---------------------------------------------------------------------------------------- data
+    def _arrays(self, batch: EpisodeBatch) -> dict[str, np.ndarray]:
+        """The NumPy inputs of both graphs (actor/critic inputs, masks, actions) from a padded batch."""
+        info, a = self.info, self.cfg.agent
+        b, t = batch["filled"].shape[:2]
+        if t != self.t_slots:
+            raise ValueError(
+                f"batch has {t} time slots; this learner is compiled for episode_limit + 1 = "
+                f"{self.t_slots} (pad episodes with EpisodeBatch, do not truncate)"
+            )
+        if b != self.cfg.learner.batch_size:
+            raise ValueError(f"batch holds {b} episodes; learner.batch_size is {self.cfg.learner.batch_size}")
+        obs = np.asarray(batch["obs"], np.float32)
+        last = batch["actions_onehot"] if self.discrete else batch["actions"]
+        actor_in = build_agent_inputs(obs, last, a.obs_last_action, a.obs_agent_id)
+        if self.cfg.learner.critic == "central":
+            n = info.n_agents
+            parts = [
+                np.broadcast_to(
+                    np.asarray(batch["state"], np.float32)[:, :, None], (b, t, n, info.state_shape)
+                )
+            ]
+            if a.obs_agent_id:
+                parts.append(np.broadcast_to(np.eye(n, dtype=np.float32), (b, t, n, n)))
+            critic_in = np.concatenate(parts, axis=3)
+        else:
+            critic_in = build_agent_inputs(obs, None, False, a.obs_agent_id)
+        actions = batch["actions"][:, :-1]
+        mask = transition_mask(batch["filled"], batch["terminated"])
+        if mask.sum() <= 0:
+            raise ValueError("batch holds no transitions (filled mask is empty)")
+        return {
+            "actor_in": actor_in,
+            "critic_in": critic_in,
+            "avail": np.asarray(batch["avail_actions"], np.int32),
+            "actions": np.asarray(actions, np.int64 if self.discrete else np.float32),
+            "reward": np.asarray(batch["reward"][:, :-1], np.float32),
+            "terminated": np.asarray(batch["terminated"][:, :-1], np.float32),
+            "mask": mask,
+        }
+
+    def _targets(self, arr: dict[str, np.ndarray], values_BTN: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Advantages and (de-normalised) return targets ``(B, T-1, N)``; PGLearner overrides this."""
+        lc = self.cfg.learner
+        return gae(arr["reward"], arr["terminated"], arr["mask"], values_BTN, lc.gamma, lc.gae_lambda)
+
+    def train(self, batch: EpisodeBatch, t_env: int, episode: int) -> dict[str, float]:
+        """Several epochs of minibatch updates on a batch of fresh on-policy episodes; returns mean stats."""
+        lc = self.cfg.learner
+        arr = self._arrays(batch)
+        t = {
+            k: Tensor.from_numpy(np.ascontiguousarray(arr[k]))
+            for k in ("actor_in", "critic_in", "avail", "actions")
+        }
+        old_logp, v_raw = (
+            x.asnumpy() for x in self._eval(t["actor_in"], t["critic_in"], t["avail"], t["actions"])
+        )
+        use_norm = lc.value_norm
+        values = self.value_norm.denormalize(v_raw) if use_norm else v_raw
+        adv, ret = self._targets(arr, values)
+        mask = np.broadcast_to(arr["mask"], adv.shape) > 0
+        old_v = v_raw[:, :-1]  # the critic's own outputs: the value clip bounds how far they move
+        if use_norm:  # targets use the statistics including this batch (MAPPO's ValueNorm order)
+            self.value_norm.update(ret[mask])
+            ret = self.value_norm.normalize(ret)
+        if lc.adv_norm:
+            sel = adv[mask]
+            adv = (adv - sel.mean()) / (sel.std() + 1e-8)
+        adv = np.where(mask, adv, 0.0).astype(np.float32)
+        extra = [Tensor.from_numpy(np.ascontiguousarray(x, np.float32)) for x in (old_logp, adv, ret, old_v)]
+        inputs = [
+            t["actor_in"],
+            t["critic_in"],
+            t["avail"],
+            t["actions"],
+            *extra,
+            Tensor.from_numpy(arr["mask"]),
+        ]
+        b, n_mb = lc.batch_size, lc.num_minibatches
+        rng = np.random.default_rng([self.cfg.seed, self.train_steps])  # reproducible across resumes
+        outs = []
+        for _ in range(lc.ppo_epochs):
+            perm = rng.permutation(b).astype(np.int32)
+            for chunk in perm.reshape(n_mb, b // n_mb):
+                outs.append(self._step(Tensor.from_numpy(np.ascontiguousarray(chunk)), *inputs).asnumpy())
+        self.train_steps += 1
+        stats = {k: float(v) for k, v in zip(STAT_NAMES, np.mean(outs, axis=0), strict=True)}
+        stats["value_target_mean"] = float(self.value_norm.mean) if use_norm else float(ret[mask].mean())
+        return stats
+
+    # ------------------------------------------------------------------------------ weights and state
+    def make_controller(self, seed: int) -> PolicyController:
+        """The NumPy controller that samples from this learner's policy."""
+        return PolicyController(self.info, self.cfg.agent, seed=seed, weights=self.actor_weights())
+
+    def actor_weights(self) -> dict[str, np.ndarray]:
+        """Actor weights (``agent.*`` trunk, ``log_std``) for :class:`PolicyController.load_weights`."""
+        return params_to_numpy(self.nets.actor)
+
+    def _optimizer_state(self) -> dict[str, ms.Parameter]:
+        own = {id(p) for p in self.nets.get_parameters()}
+        return {n: p for n, p in self.optimizer.parameters_and_names() if id(p) not in own}
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Networks, optimizer state, value-normaliser statistics and counters (for checkpoints)."""
+        sd = {f"nets/{k}": v for k, v in params_to_numpy(self.nets).items()}
+        sd.update({f"optim/{k}": p.asnumpy().copy() for k, p in self._optimizer_state().items()})
+        sd["value_norm"] = self.value_norm.state()
+        sd["counters/train_steps"] = np.array(self.train_steps, np.int64)
+        return sd
+
+    def load_state_dict(self, sd: dict[str, np.ndarray]) -> None:
+        """Restore what :meth:`state_dict` saved (same config and EnvInfo)."""
+        load_numpy_into(self.nets, {k[len("nets/") :]: v for k, v in sd.items() if k.startswith("nets/")})
+        opt_state = self._optimizer_state()
+        saved = {k[len("optim/") :]: v for k, v in sd.items() if k.startswith("optim/")}
+        if set(saved) != set(opt_state):
+            raise KeyError(
+                f"optimizer state mismatch: saved {sorted(saved)[:4]}..., expected {sorted(opt_state)[:4]}..."
+            )
+        for k, p in opt_state.items():
+            assign_numpy(p, saved[k])
+        self.value_norm.load(sd["value_norm"])
+        self.train_steps = int(sd["counters/train_steps"])

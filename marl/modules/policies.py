@@ -1,0 +1,93 @@
+"""Actor and critic Cells for on-policy learners (PPO / MAPPO / IPPO, REINFORCE).
+
+* :class:`PolicyNet`: a shared-parameter agent trunk (the ``rnn`` or ``mlp`` agent of
+  :mod:`marl.modules.agents`, so the NumPy actors of :mod:`marl.controllers.numpy_actor` act with the same
+  weights) whose outputs are categorical logits, or the Gaussian mean with a state-independent learned
+  ``log_std`` for continuous actions.
+* :class:`ValueNet`: an MLP value head ``V``; its input decides the variant: the global state (+ agent id)
+  for MAPPO's centralised ``V(s)``, the agent's own input for IPPO / single-agent PPO.
+* :func:`categorical_logp_entropy`, :func:`gaussian_logp_entropy`: masked log-probabilities and entropies.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from marl.registry import build
+from marl.utils.ms import Parameter, Tensor, ms, nn, ops
+
+MASKED_LOGIT = -1e10  # logits of unavailable actions (finite: an all-masked padding slot stays NaN-free)
+
+
+class PolicyNet(nn.Cell):
+    """Shared actor: ``unroll(inputs_BTNI) -> out_BTNA`` (logits, or Gaussian means with ``log_std``)."""
+
+    def __init__(
+        self,
+        agent: str,
+        input_dim: int,
+        hidden_dim: int,
+        n_actions: int,
+        discrete: bool,
+        init_log_std: float = -0.5,
+    ) -> None:
+        super().__init__()
+        self.agent = build("agent", agent, input_dim=input_dim, hidden_dim=hidden_dim, n_actions=n_actions)
+        self.discrete = bool(discrete)
+        self.recurrent = bool(self.agent.recurrent)
+        if not self.discrete:
+            self.log_std = Parameter(Tensor(np.full((n_actions,), init_log_std, np.float32)), name="log_std")
+
+    def unroll(self, inputs_BTNI: ms.Tensor) -> ms.Tensor:
+        return self.agent.unroll(inputs_BTNI)
+
+
+class ValueNet(nn.Cell):
+    """``V``: Dense -> ReLU -> Dense -> ReLU -> Dense(1), applied row-wise with 2-D matmuls."""
+
+    def __init__(self, input_dim: int, hidden_dim: int) -> None:
+        super().__init__()
+        if input_dim <= 0 or hidden_dim <= 0:
+            raise ValueError(
+                f"ValueNet needs positive sizes, got input_dim={input_dim}, hidden_dim={hidden_dim}"
+            )
+        self.fc1 = nn.Dense(input_dim, hidden_dim)
+        self.fc2 = nn.Dense(hidden_dim, hidden_dim)
+        self.fc3 = nn.Dense(hidden_dim, 1)
+        self.relu = nn.ReLU()
+
+    def construct(self, x_BTNC: ms.Tensor) -> ms.Tensor:
+        b, t, n, c = x_BTNC.shape
+        h = self.relu(self.fc2(self.relu(self.fc1(x_BTNC.reshape(b * t * n, c)))))
+        return self.fc3(h).reshape(b, t, n)
+
+
+class ActorCritic(nn.Cell):
+    """Actor and critic under one parent Cell (unique parameter names ``actor.*`` / ``critic.*``)."""
+
+    def __init__(self, actor: PolicyNet, critic: ValueNet) -> None:
+        super().__init__()
+        self.actor, self.critic = actor, critic
+
+
+def categorical_logp_entropy(
+    logits_BTNA: ms.Tensor, avail_BTNA: ms.Tensor, actions_BTN1: ms.Tensor
+) -> tuple[ms.Tensor, ms.Tensor]:
+    """Log-probability of the taken actions and entropy ``(B, T, N)`` of the masked categorical."""
+    masked = ops.masked_fill(logits_BTNA, avail_BTNA == 0, MASKED_LOGIT)
+    logp_all = ops.log_softmax(masked, -1)
+    logp = ops.gather_elements(logp_all, 3, actions_BTN1).squeeze(3)
+    entropy = -(ops.exp(logp_all) * logp_all).sum(-1)
+    return logp, entropy
+
+
+def gaussian_logp_entropy(
+    mean_BTNA: ms.Tensor, log_std_A: ms.Tensor, actions_BTNA: ms.Tensor
+) -> tuple[ms.Tensor, ms.Tensor]:
+    """Log-density of the taken actions and entropy ``(B, T, N)`` of a diagonal Gaussian."""
+    z = (actions_BTNA - mean_BTNA) * ops.exp(-log_std_A)
+    logp = (-0.5 * z * z - log_std_A - 0.5 * math.log(2.0 * math.pi)).sum(-1)
+    entropy = (log_std_A + 0.5 * math.log(2.0 * math.pi * math.e)).sum() * ops.ones_like(logp)
+    return logp, entropy

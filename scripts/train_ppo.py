@@ -1,0 +1,24 @@
+#!/usr/bin/env python
+"""Train single-agent PPO on a Gymnasium environment (the 1-agent Gymnasium adapter).
+
+    python scripts/train_ppo.py --env gym --map CartPole-v1
+    python scripts/train_ppo.py --env gym --map Pendulum-v1 gamma=0.95 t_max=500000
+
+The Gymnasium id goes in ``--map`` (``--env`` names the config layer ``configs/envs/<env>.yaml``;
+``gym`` is this algorithm's default, so ``--map CartPole-v1`` alone works too).
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import marl.learners.ppo_learner  # noqa: E402,F401  (registers the "ppo" learner)
+from marl.cli import train_main  # noqa: E402
+
+if __name__ == "__main__":
+    train_main(
+        "train_ppo.py",
+        default_alg="ppo",
+        description="Train PPO on a Gymnasium env (--env gym --map CartPole-v1 / Pendulum-v1).",
+    )
