@@ -75,6 +75,8 @@ def run_map(map_name: str, args: argparse.Namespace, overrides: list[str], resul
         if hit and reached is None:
             reached = (hit[0], times.get(hit[0], time.time() - start))
             (run_dir / "stop").touch()
+        if args.budget_s and time.time() - start > args.budget_s and run_dir.exists():
+            (run_dir / "stop").touch()  # out of wall-clock budget: the run saves and exits
     log_file.close()
     wall = time.time() - start
     records = read_log(run_dir / "log.jsonl")
@@ -101,6 +103,7 @@ def main() -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--t-max", type=int, default=1_000_000)
     p.add_argument("--target", type=float, default=0.95)
+    p.add_argument("--budget-s", type=float, default=0.0, help="wall-clock budget per map (0 = none)")
     p.add_argument("--results", default="/tmp/marl_bench")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "learn_smac.md"))
     args, overrides = p.parse_known_args()
@@ -112,7 +115,8 @@ def main() -> None:
         f"# Learning benchmark: {args.alg}, greedy test win rate >= {args.target:.0%}",
         "",
         f"- command: `python benchmarks/learn_smac.py {' '.join(sys.argv[1:])}`",
-        f"- date: {time.strftime('%Y-%m-%d %H:%M %Z')}; nproc: {os.cpu_count()}; seed {args.seed}",
+        f"- date: {time.strftime('%Y-%m-%d %H:%M %Z')}; nproc: {os.cpu_count()}; seed {args.seed}; "
+        f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}",
         "- engine: embedded (`backend=sim`); wall-clock includes env stepping, learning, tests and the "
         "first jit compile",
         "",
