@@ -70,6 +70,8 @@ class LearnerConfig:
     batch_size: int = 128  # episodes per train step
     buffer_size: int = 5000  # episodes in the replay buffer
     use_jit: bool = True  # compile the train step with ms.jit
+    bptt_chunk: int = 0  # q_learner BPTT: 0 = auto (whole episode if episode_limit <= 100, else chunks
+    #   of ~50 transitions: truncated BPTT, exact hidden states); -1 = whole episode; C > 0 = chunks of C
     # -- on-policy actor-critic (learners "ppo" and "pg") --
     critic: str = "central"  # ppo/pg value net input: central (state, MAPPO) | local (agent obs, IPPO / PPO)
     critic_hidden_dim: int = 64  # MLP value net width

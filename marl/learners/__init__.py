@@ -1,5 +1,9 @@
 """Learners. Importing this package registers them (``build("learner", "q_learner", ...)``)."""
 
+from marl.learners.dqn_learner import DQNLearner
+from marl.learners.maddpg_learner import MADDPGLearner
+from marl.learners.pg_learner import PGLearner
+from marl.learners.ppo_learner import PPOLearner
 from marl.learners.q_learner import QLearner
 
-__all__ = ["QLearner"]
+__all__ = ["DQNLearner", "MADDPGLearner", "PGLearner", "PPOLearner", "QLearner"]

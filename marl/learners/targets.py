@@ -74,3 +74,24 @@ def td_lambda_targets(
     c_rows = c.transpose(0, 2, 1).reshape(b * k, n)
     g = ops.matmul(c_rows, m_t).reshape(b, k, n).transpose(0, 2, 1)
     return g + pow_vec.reshape(1, n, 1) * g_last.reshape(b, 1, k)
+
+
+# ------------------------------------------------------------------------ chunked (truncated) BPTT
+def chunk_view(x_BT: np.ndarray, chunk: int, n_chunks: int) -> np.ndarray:
+    """``(B, T, ...) -> (B, n_chunks, chunk, ...)``: slots ``k*chunk .. k*chunk + chunk - 1`` in chunk ``k``;
+    zero-padded at the end when ``n_chunks * chunk > T``, cut when it is shorter."""
+    b, t = x_BT.shape[:2]
+    need = n_chunks * chunk
+    if need > t:
+        x_BT = np.concatenate([x_BT, np.zeros((b, need - t) + x_BT.shape[2:], x_BT.dtype)], axis=1)
+    return x_BT[:, :need].reshape((b, n_chunks, chunk) + x_BT.shape[2:])
+
+
+def live_chunks(mask_BT1: np.ndarray, chunk: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(episode index, chunk index)`` of every chunk of ``chunk`` transitions holding at least one real
+    transition (``mask_BT1`` from :func:`transition_mask`); chunks that are all padding are left out."""
+    n_chunks = -(-mask_BT1.shape[1] // chunk)
+    live = chunk_view(mask_BT1, chunk, n_chunks)[..., 0].sum(axis=2) > 0  # (B, K)
+    b_idx, k_idx = np.nonzero(live)
+    return b_idx, k_idx
+
