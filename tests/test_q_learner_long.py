@@ -13,7 +13,7 @@ from marl.buffers.episode import EpisodeBatch, Scheme
 from marl.config_schema import AgentConfig, Config, LearnerConfig, MixerConfig
 from marl.envs.base import EnvInfo
 from marl.learners import QLearner
-from marl.learners.q_learner import AUTO_CHUNK, WHOLE_EPISODE_MAX_LIMIT, resolve_bptt_chunk, rnn_unroll_from
+from marl.learners.q_learner import AUTO_CHUNK, WHOLE_EPISODE_MAX_LIMIT, resolve_bptt_chunk
 from marl.learners.targets import chunk_view, live_chunks, transition_mask
 from marl.utils.ms import Tensor, setup
 
@@ -76,16 +76,16 @@ def test_chunk_view_and_live_chunks() -> None:
                                                                        (2, 1)]
 
 
-def test_rnn_unroll_from_matches_agent_and_carries_state() -> None:
+def test_unroll_from_carries_the_hidden_state() -> None:
     learner = QLearner(INFO, cfg(bptt_chunk=2))
     agent, hd = learner.nets.agent, learner.nets.agent.hidden_dim
     x = np.random.default_rng(0).normal(size=(2, 6, INFO.n_agents, agent.input_dim)).astype(np.float32)
     want = agent.unroll(Tensor(x)).asnumpy()
     h0 = Tensor(np.zeros((2 * INFO.n_agents, hd), np.float32))
-    q, _ = rnn_unroll_from(agent, Tensor(x), h0)
+    q, _ = agent.unroll_from(Tensor(x), h0)
     np.testing.assert_allclose(q.asnumpy(), want, atol=1e-6)
-    q1, h = rnn_unroll_from(agent, Tensor(x[:, :4]), h0)  # two pieces, the hidden state carried over
-    q2, _ = rnn_unroll_from(agent, Tensor(x[:, 4:]), h)
+    q1, h = agent.unroll_from(Tensor(x[:, :4]), h0)  # two pieces, the hidden state carried over
+    q2, _ = agent.unroll_from(Tensor(x[:, 4:]), h)
     np.testing.assert_allclose(np.concatenate([q1.asnumpy(), q2.asnumpy()], 1), want, atol=1e-6)
 
 

@@ -71,31 +71,6 @@ def resolve_bptt_chunk(bptt_chunk: int, episode_limit: int, recurrent: bool) -> 
     return bptt_chunk
 
 
-def rnn_unroll_from(agent: RNNAgent, inputs_BTNI: ms.Tensor, h0_MH: ms.Tensor) -> tuple[ms.Tensor, ms.Tensor]:
-    """``RNNAgent.unroll`` starting from hidden state ``h0_MH`` (``M = B*N``, episode-major rows);
-    returns the Q-values ``(B, T, N, A)`` and the hidden state after the last slot. Same hoisted GRU
-    maths as the agent's own unroll (a test checks they agree from a zero state)."""
-    b, t, n, i = inputs_BTNI.shape
-    hd, m, rnn = agent.hidden_dim, b * n, agent.rnn
-    w_hh, b_hh = rnn.weight_hh, rnn.bias_hh
-    x = agent.relu(agent.fc1(inputs_BTNI.reshape(b * t * n, i)))
-    b_fold = rnn.bias_ih + ops.concat([b_hh[: 2 * hd], ops.zeros((hd,), b_hh.dtype)])
-    gi = ops.bias_add(agent.matmul_t(x, rnn.weight_ih), b_fold).reshape(b, t, n, 3 * hd)
-    gi_rz = ops.unstack(gi[..., : 2 * hd].reshape(b, t, n * 2 * hd), 1)
-    gi_n = ops.unstack(gi[..., 2 * hd :].reshape(b, t, n * hd), 1)
-    w_rz, w_n, b_n = w_hh[: 2 * hd], w_hh[2 * hd :], b_hh[2 * hd :]
-    h = h0_MH
-    hs = []
-    for step in range(t):  # unrolled at compile time: t is the (short) chunk length
-        rz = ops.sigmoid(gi_rz[step].reshape(m, 2 * hd) + agent.matmul_t(h, w_rz))
-        r, z = ops.split(rz, hd, 1)
-        cand = ops.tanh(gi_n[step].reshape(m, hd) + r * ops.bias_add(agent.matmul_t(h, w_n), b_n))
-        h = cand + z * (h - cand)
-        hs.append(h)
-    q = agent.fc2(ops.stack(hs, 0).reshape(t * m, hd))
-    return q.reshape(t, b, n, agent.n_actions).transpose(1, 0, 2, 3), h
-
-
 class QNets(nn.Cell):
     """Online and target agent/mixer under one parent Cell, so parameter names are unique."""
 
@@ -265,8 +240,8 @@ class QLearner:
         bootstrap = _make_bootstrap(nets.target_mixer, bool(lc.double_q))
 
         def forward(inputs_BCNI, h_MH, target_h_MH):
-            q_BCNA, h_MH = rnn_unroll_from(agent, inputs_BCNI, h_MH)
-            target_q_BCNA, target_h_MH = rnn_unroll_from(target_agent, inputs_BCNI, target_h_MH)
+            q_BCNA, h_MH = agent.unroll_from(inputs_BCNI, h_MH)
+            target_q_BCNA, target_h_MH = target_agent.unroll_from(inputs_BCNI, target_h_MH)
             return q_BCNA, target_q_BCNA, h_MH, target_h_MH
 
         def targets(q_BTNA, target_q_BTNA, avail_BTNA, reward_BT1, term_BT1, mask_BT1, state_BTS):
@@ -274,7 +249,7 @@ class QLearner:
             return td_lambda_targets(reward_BT1, term_BT1, mask_BT1, target_max, m_t, pow_vec, gamma, lam)
 
         def loss_fn(inputs_RCNI, h0_MH, actions_RCN1, state_RCS, targets_RCK, mask_RC1, n_valid):
-            q_RCNA, _ = rnn_unroll_from(agent, inputs_RCNI, h0_MH)  # h0 is an input: no gradient into it
+            q_RCNA, _ = agent.unroll_from(inputs_RCNI, h0_MH)  # h0 is an input: no gradient into it
             chosen_RCN = ops.gather_elements(q_RCNA, 3, actions_RCN1).squeeze(3)
             chosen = mixer(chosen_RCN, state_RCS) if mixer is not None else chosen_RCN
             return masked_td_loss(chosen, targets_RCK, mask_RC1, n_valid)

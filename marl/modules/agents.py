@@ -49,6 +49,12 @@ class RNNAgent(nn.Cell):
 
     def unroll(self, inputs_BTNI: ms.Tensor) -> ms.Tensor:
         """Q-values for every slot of a padded batch, hidden state starting at zero."""
+        b, _, n, _ = inputs_BTNI.shape
+        return self.unroll_from(inputs_BTNI, ops.zeros((b * n, self.hidden_dim), ms.float32))[0]
+
+    def unroll_from(self, inputs_BTNI: ms.Tensor, h0_MH: ms.Tensor) -> tuple[ms.Tensor, ms.Tensor]:
+        """Q-values ``(B, T, N, A)`` from hidden state ``h0_MH`` (``M = B*N`` rows, batch-major) and the
+        hidden state after the last slot (chunked BPTT carries it from one chunk to the next)."""
         b, t, n, i = inputs_BTNI.shape
         hd, m = self.hidden_dim, b * n
         w_hh, b_hh = self.rnn.weight_hh, self.rnn.bias_hh
@@ -61,7 +67,7 @@ class RNNAgent(nn.Cell):
         gi_rz = ops.unstack(gi[..., :2 * hd].reshape(b, t, n * 2 * hd), 1)
         gi_n = ops.unstack(gi[..., 2 * hd:].reshape(b, t, n * hd), 1)
         w_rz, w_n, b_n = w_hh[:2 * hd], w_hh[2 * hd:], b_hh[2 * hd:]
-        h = ops.zeros((m, hd), ms.float32)
+        h = h0_MH
         hs = []
         for step in range(t):  # unrolled at compile time (t is static)
             # GRUCell: r, z = sig(W_i x + b_i + W_h h + b_h); n = tanh(W_in x + b_in + r (W_hn h + b_hn))
@@ -72,7 +78,7 @@ class RNNAgent(nn.Cell):
             hs.append(h)
         # Output layer on all steps at once; transpose the small (T, B, N, A) result, not the hiddens.
         q = self.fc2(ops.stack(hs, 0).reshape(t * m, hd))
-        return q.reshape(t, b, n, self.n_actions).transpose(1, 0, 2, 3)
+        return q.reshape(t, b, n, self.n_actions).transpose(1, 0, 2, 3), h
 
 
 @register("agent", "mlp")
