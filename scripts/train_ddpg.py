@@ -1,0 +1,22 @@
+#!/usr/bin/env python
+"""Train DDPG (the MADDPG learner with one agent) on a Gymnasium env, e.g. Pendulum-v1.
+
+    python scripts/train_ddpg.py --env gym --map Pendulum-v1
+    python scripts/train_ddpg.py --env gym --map MountainCarContinuous-v0 t_max=200000
+
+``--help`` lists every config key; key=value arguments override them.
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from marl.cli import train_main  # noqa: E402
+
+if __name__ == "__main__":
+    train_main(
+        "train_ddpg.py",
+        default_alg="ddpg",
+        description="Train DDPG on a Gymnasium env (--env gym --map <id>).",
+    )

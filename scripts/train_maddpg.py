@@ -1,0 +1,22 @@
+#!/usr/bin/env python
+"""Train MADDPG on MPE (or any multi-agent env of the registry).
+
+    python scripts/train_maddpg.py --env mpe --map simple_spread
+    python scripts/train_maddpg.py --env fake t_max=5000
+
+``--help`` lists every config key; key=value arguments override them.
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from marl.cli import train_main  # noqa: E402
+
+if __name__ == "__main__":
+    train_main(
+        "train_maddpg.py",
+        default_alg="maddpg",
+        description="Train MADDPG (--env mpe --map <scenario>; --env gym gives DDPG).",
+    )
