@@ -311,6 +311,15 @@ def _layer_file(config_dir: Path, kind: str, name: str, required: bool) -> Path 
     return None
 
 
+def _is_gym_id(name: str) -> bool:
+    """Whether ``name`` is a registered Gymnasium environment id."""
+    try:
+        import gymnasium
+    except ImportError:
+        return False
+    return name in gymnasium.registry
+
+
 def load_config(
     alg: str = "qmix",
     env: str | None = None,
@@ -325,8 +334,11 @@ def load_config(
     ``env.name`` that the command line, the alg file or default.yaml give, in that order); ``map_name``
     picks the optional preset ``configs/maps/<map>.yaml``; ``overrides`` are ``key=value`` strings.
     ``base`` (a saved run's config dict, for ``--resume``) replaces the YAML layers entirely.
+    A Gymnasium id given as ``env`` (``--env CartPole-v1``) means ``env="gym", map_name=<id>``.
     """
     config_dir = Path(config_dir)
+    if env and map_name is None and not (config_dir / "envs" / f"{env}.yaml").is_file() and _is_gym_id(env):
+        env, map_name = "gym", env
     cli = [
         (resolve_key(k, f"command line {k}={v}"), v, f"command line {k}={v}")
         for k, v in map(parse_override, overrides)

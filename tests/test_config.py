@@ -195,3 +195,10 @@ def test_arg_parser_and_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "--resume RUN_DIR" in out and "learner.td_lambda" in out and "SMAC maps:" in out
     algs_line = next(line for line in out.splitlines() if line.startswith("algorithms: "))
     assert {"iql", "qmix", "vdn"} <= set(algs_line.removeprefix("algorithms: ").split(", "))
+
+
+def test_gymnasium_id_as_env_means_the_gym_adapter():
+    cfg = load_config("dqn", env="CartPole-v1")
+    assert (cfg.env.name, cfg.env.map_name) == ("gym", "CartPole-v1")
+    with pytest.raises(ConfigError, match="unknown env 'CartPol-v1'"):
+        load_config("dqn", env="CartPol-v1")

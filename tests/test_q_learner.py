@@ -220,3 +220,17 @@ def test_q_values_for_histogram_covers_real_transitions() -> None:
     batch = make_batch(90, lengths=[2, 3, 5, 4])
     q = learner.q_values_for_histogram(batch)
     assert q.shape == ((2 + 3 + 5 + 4) * INFO.n_agents,) and np.isfinite(q).all()
+
+
+def test_transition_mask_drops_the_final_slot_of_an_early_time_limit_cut():
+    from marl.learners.targets import transition_mask
+
+    # T = 6 slots; episode A: 3 steps then terminated; episode B: cut by its own time limit after 2 steps
+    filled = np.zeros((2, 6, 1), np.float32)
+    filled[0, :4] = 1
+    filled[1, :3] = 1
+    term = np.zeros((2, 6, 1), np.float32)
+    term[0, 2] = 1
+    mask = transition_mask(filled, term)[..., 0]
+    np.testing.assert_array_equal(mask[0], [1, 1, 1, 0, 0])
+    np.testing.assert_array_equal(mask[1], [1, 1, 0, 0, 0])  # slot 2 holds only the final observation

@@ -19,9 +19,11 @@ def transition_mask(filled_BT1: np.ndarray, terminated_BT1: np.ndarray) -> np.nd
     final observation, so it is not a transition. A timed-out episode (not terminated) keeps its
     last transition and bootstraps from the final slot.
     """
-    filled = np.asarray(filled_BT1, dtype=np.float32)[:, :-1]
+    filled_all = np.asarray(filled_BT1, dtype=np.float32)
     term = np.asarray(terminated_BT1, dtype=np.float32)[:, :-1]
-    mask = filled.copy()
+    # slot t is a transition only if slot t + 1 holds its next observation: this also drops the final
+    # observation slot of an episode cut by the env's own time limit before episode_limit
+    mask = filled_all[:, :-1] * filled_all[:, 1:]
     mask[:, 1:] = mask[:, 1:] * (1.0 - term[:, :-1])
     return mask
 
