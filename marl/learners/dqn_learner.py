@@ -33,7 +33,15 @@ from marl.learners.q_learner import QNets
 from marl.learners.targets import transition_mask
 from marl.modules.dueling import plain_agent_weights
 from marl.registry import build, register
-from marl.utils.ms import Tensor, assign_numpy, jit, load_numpy_into, ms, ops, params_to_numpy
+from marl.utils.ms import (
+    Tensor,
+    jit,
+    load_training_state,
+    ms,
+    ops,
+    params_to_numpy,
+    save_training_state,
+)
 
 STAT_NAMES = ("loss", "td_error_abs", "q_taken_mean", "target_mean", "grad_norm")
 FEEDFORWARD_AGENTS = ("mlp", "dueling_mlp")
@@ -252,14 +260,9 @@ class DQNLearner:
         """Online Q-network weights in the plain agent's layout (``MultiAgentController.load_weights``)."""
         return plain_agent_weights(self.cfg.agent.name, params_to_numpy(self.nets.agent))[1]
 
-    def _optimizer_state(self) -> dict[str, ms.Parameter]:
-        own = {id(p) for p in self.nets.get_parameters()}
-        return {n: p for n, p in self.optimizer.parameters_and_names() if id(p) not in own}
-
     def state_dict(self) -> dict[str, np.ndarray]:
         """Online/target nets, optimizer state and counters (for checkpoints)."""
-        sd = {f"nets/{k}": v for k, v in params_to_numpy(self.nets).items()}
-        sd.update({f"optim/{k}": p.asnumpy().copy() for k, p in self._optimizer_state().items()})
+        sd = save_training_state(self.nets, {"": self.optimizer})
         sd["counters/steps"] = np.array(
             [
                 self.train_steps,
@@ -273,15 +276,7 @@ class DQNLearner:
 
     def load_state_dict(self, sd: dict[str, np.ndarray]) -> None:
         """Restore what :meth:`state_dict` saved (same config and EnvInfo)."""
-        load_numpy_into(self.nets, {k[5:]: v for k, v in sd.items() if k.startswith("nets/")})
-        opt = self._optimizer_state()
-        saved = {k[6:]: v for k, v in sd.items() if k.startswith("optim/")}
-        if set(saved) != set(opt):
-            raise KeyError(
-                f"optimizer state mismatch: saved {sorted(saved)[:4]}..., expected {sorted(opt)[:4]}..."
-            )
-        for k, p in opt.items():
-            assign_numpy(p, saved[k])
+        load_training_state(self.nets, {"": self.optimizer}, sd)
         steps, grads, last_ep, last_t = (int(x) for x in sd["counters/steps"])
         self.train_steps, self.grad_steps, self.last_target_update_episode = steps, grads, last_ep
         self.last_t_env = None if last_t < 0 else last_t

@@ -30,7 +30,16 @@ from marl.envs.base import EnvInfo
 from marl.learners.dqn_learner import make_target_update, n_updates, polyak, sample_transitions, target_pairs
 from marl.learners.optim import clip_grad_norm, make_optimizer
 from marl.registry import build, register
-from marl.utils.ms import Tensor, assign_numpy, jit, load_numpy_into, ms, nn, ops, params_to_numpy
+from marl.utils.ms import (
+    Tensor,
+    jit,
+    load_training_state,
+    ms,
+    nn,
+    ops,
+    params_to_numpy,
+    save_training_state,
+)
 
 STAT_NAMES = (
     "critic_loss",
@@ -252,17 +261,9 @@ class MADDPGLearner:
         """Online actor weights (``DeterministicController.load_weights``)."""
         return params_to_numpy(self.nets.actor)
 
-    def _optimizer_state(self) -> dict[str, ms.Parameter]:
-        own = {id(p) for p in self.nets.get_parameters()}
-        out = {}
-        for prefix, opt in (("actor", self.actor_opt), ("critic", self.critic_opt)):
-            out.update({f"{prefix}/{k}": p for k, p in opt.parameters_and_names() if id(p) not in own})
-        return out
-
     def state_dict(self) -> dict[str, np.ndarray]:
         """Actor, critic, targets, both optimizers' state and counters (for checkpoints)."""
-        sd = {f"nets/{k}": v for k, v in params_to_numpy(self.nets).items()}
-        sd.update({f"optim/{k}": p.asnumpy().copy() for k, p in self._optimizer_state().items()})
+        sd = save_training_state(self.nets, {"actor/": self.actor_opt, "critic/": self.critic_opt})
         sd["counters/steps"] = np.array(
             [self.train_steps, self.grad_steps, -1 if self.last_t_env is None else self.last_t_env], np.int64
         )
@@ -270,14 +271,6 @@ class MADDPGLearner:
 
     def load_state_dict(self, sd: dict[str, np.ndarray]) -> None:
         """Restore what :meth:`state_dict` saved (same config and EnvInfo)."""
-        load_numpy_into(self.nets, {k[5:]: v for k, v in sd.items() if k.startswith("nets/")})
-        opt = self._optimizer_state()
-        saved = {k[6:]: v for k, v in sd.items() if k.startswith("optim/")}
-        if set(saved) != set(opt):
-            raise KeyError(
-                f"optimizer state mismatch: saved {sorted(saved)[:4]}..., expected {sorted(opt)[:4]}..."
-            )
-        for k, p in opt.items():
-            assign_numpy(p, saved[k])
+        load_training_state(self.nets, {"actor/": self.actor_opt, "critic/": self.critic_opt}, sd)
         self.train_steps, self.grad_steps, last_t = (int(x) for x in sd["counters/steps"])
         self.last_t_env = None if last_t < 0 else last_t

@@ -39,7 +39,15 @@ from marl.modules.policies import (
     gaussian_logp_entropy,
 )
 from marl.registry import register
-from marl.utils.ms import Tensor, assign_numpy, jit, load_numpy_into, ms, ops, params_to_numpy
+from marl.utils.ms import (
+    Tensor,
+    jit,
+    load_training_state,
+    ms,
+    ops,
+    params_to_numpy,
+    save_training_state,
+)
 
 STAT_NAMES = ("loss", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac", "grad_norm")
 CRITICS = ("central", "local")
@@ -242,28 +250,15 @@ class PPOLearner:
         """Actor weights (``agent.*`` trunk, ``log_std``) for :class:`PolicyController.load_weights`."""
         return params_to_numpy(self.nets.actor)
 
-    def _optimizer_state(self) -> dict[str, ms.Parameter]:
-        own = {id(p) for p in self.nets.get_parameters()}
-        return {n: p for n, p in self.optimizer.parameters_and_names() if id(p) not in own}
-
     def state_dict(self) -> dict[str, np.ndarray]:
         """Networks, optimizer state, value-normaliser statistics and counters (for checkpoints)."""
-        sd = {f"nets/{k}": v for k, v in params_to_numpy(self.nets).items()}
-        sd.update({f"optim/{k}": p.asnumpy().copy() for k, p in self._optimizer_state().items()})
+        sd = save_training_state(self.nets, {"": self.optimizer})
         sd["value_norm"] = self.value_norm.state()
         sd["counters/train_steps"] = np.array(self.train_steps, np.int64)
         return sd
 
     def load_state_dict(self, sd: dict[str, np.ndarray]) -> None:
         """Restore what :meth:`state_dict` saved (same config and EnvInfo)."""
-        load_numpy_into(self.nets, {k[len("nets/") :]: v for k, v in sd.items() if k.startswith("nets/")})
-        opt_state = self._optimizer_state()
-        saved = {k[len("optim/") :]: v for k, v in sd.items() if k.startswith("optim/")}
-        if set(saved) != set(opt_state):
-            raise KeyError(
-                f"optimizer state mismatch: saved {sorted(saved)[:4]}..., expected {sorted(opt_state)[:4]}..."
-            )
-        for k, p in opt_state.items():
-            assign_numpy(p, saved[k])
+        load_training_state(self.nets, {"": self.optimizer}, sd)
         self.value_norm.load(sd["value_norm"])
         self.train_steps = int(sd["counters/train_steps"])

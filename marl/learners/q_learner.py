@@ -39,7 +39,16 @@ from marl.learners.targets import (
 )
 from marl.modules.agents import RNNAgent
 from marl.registry import build, register
-from marl.utils.ms import Tensor, assign_numpy, jit, load_numpy_into, ms, nn, ops, params_to_numpy
+from marl.utils.ms import (
+    Tensor,
+    jit,
+    load_training_state,
+    ms,
+    nn,
+    ops,
+    params_to_numpy,
+    save_training_state,
+)
 
 STAT_NAMES = ("loss", "td_error_abs", "q_taken_mean", "target_mean", "grad_norm")
 MIXERS = ("qmix", "vdn", "none")
@@ -129,8 +138,9 @@ def _make_bootstrap(target_mixer: nn.Cell | None, double_q: bool):  # noqa: ANN2
     return bootstrap
 
 
-def masked_td_loss(chosen: ms.Tensor, targets: ms.Tensor, mask_BT1: ms.Tensor,
-                   n_valid: ms.Tensor | None = None) -> tuple[ms.Tensor, ms.Tensor]:
+def masked_td_loss(
+    chosen: ms.Tensor, targets: ms.Tensor, mask_BT1: ms.Tensor, n_valid: ms.Tensor | None = None
+) -> tuple[ms.Tensor, ms.Tensor]:
     """``0.5 * sum(mask * (chosen - targets)^2) / n_valid`` and the stats (|td|, chosen Q, target), with
     ``n_valid = sum(mask)`` unless given (a part of a batch divides by the count of the whole batch)."""
     mask = ops.broadcast_to(mask_BT1, chosen.shape)
@@ -292,8 +302,12 @@ class QLearner:
         inputs, avail, actions, reward, term, mask, state = self._arrays(batch)
         c, (b, t, n) = self.bptt_chunk, inputs.shape[:3]
         q, target_q, h_starts = self._forward_chunks(inputs, batch["filled"])
-        tgt = self._targets_fn(*(Tensor.from_numpy(np.ascontiguousarray(x))
-                                 for x in (q, target_q, avail, reward, term, mask, state))).asnumpy()
+        tgt = self._targets_fn(
+            *(
+                Tensor.from_numpy(np.ascontiguousarray(x))
+                for x in (q, target_q, avail, reward, term, mask, state)
+            )
+        ).asnumpy()
         n_chunks = -(-(t - 1) // c)
         b_idx, k_idx = live_chunks(mask, c)
         n_groups = -(-len(b_idx) // b)
@@ -303,11 +317,17 @@ class QLearner:
             pad = np.zeros((n_groups * b - len(b_idx),) + picked.shape[1:], picked.dtype)
             return np.concatenate([picked, pad])
 
-        arrays = [take(inputs[:, :-1]), take(h_starts, per_transition=False), take(actions),
-                  take(state[:, :-1]), take(tgt), take(mask)]
+        arrays = [
+            take(inputs[:, :-1]),
+            take(h_starts, per_transition=False),
+            take(actions),
+            take(state[:, :-1]),
+            take(tgt),
+            take(mask),
+        ]
         groups = []
         for g in range(n_groups):
-            part = [np.ascontiguousarray(x[g * b:(g + 1) * b]) for x in arrays]
+            part = [np.ascontiguousarray(x[g * b : (g + 1) * b]) for x in arrays]
             part[1] = part[1].reshape(b * n, -1)  # (rows, N, H) -> (rows * N, H) hidden-state rows
             groups.append([Tensor.from_numpy(x) for x in part])
         return groups, Tensor(np.float32(mask.sum() * tgt.shape[2]))  # as the broadcast mask counts
@@ -430,30 +450,15 @@ class QLearner:
         """Online agent weights for the NumPy actor (``MultiAgentController.load_weights``)."""
         return params_to_numpy(self.nets.agent)
 
-    def _optimizer_state(self) -> dict[str, ms.Parameter]:
-        own = {id(p) for p in self.nets.get_parameters()}
-        return {n: p for n, p in self.optimizer.parameters_and_names() if id(p) not in own}
-
     def state_dict(self) -> dict[str, np.ndarray]:
         """Online and target nets, optimizer state and counters as NumPy arrays (for checkpoints)."""
-        sd = {f"nets/{k}": v for k, v in params_to_numpy(self.nets).items()}
-        sd.update({f"optim/{k}": p.asnumpy().copy() for k, p in self._optimizer_state().items()})
+        sd = save_training_state(self.nets, {"": self.optimizer})
         sd["counters/train_steps"] = np.array(self.train_steps, np.int64)
         sd["counters/last_target_update_episode"] = np.array(self.last_target_update_episode, np.int64)
         return sd
 
     def load_state_dict(self, sd: dict[str, np.ndarray]) -> None:
         """Restore what :meth:`state_dict` saved (same config and EnvInfo)."""
-        nets = {k[len("nets/") :]: v for k, v in sd.items() if k.startswith("nets/")}
-        load_numpy_into(self.nets, nets)
-        opt_state = self._optimizer_state()
-        saved = {k[len("optim/") :]: v for k, v in sd.items() if k.startswith("optim/")}
-        if set(saved) != set(opt_state):
-            raise KeyError(
-                f"optimizer state mismatch (was it saved with another optimizer?): saved "
-                f"{sorted(saved)[:4]}..., expected {sorted(opt_state)[:4]}..."
-            )
-        for k, p in opt_state.items():
-            assign_numpy(p, saved[k])
+        load_training_state(self.nets, {"": self.optimizer}, sd)
         self.train_steps = int(sd["counters/train_steps"])
         self.last_target_update_episode = int(sd["counters/last_target_update_episode"])

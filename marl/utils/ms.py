@@ -104,4 +104,39 @@ def assign_numpy(param: Parameter, arr: np.ndarray) -> None:
     ``Parameter.set_data`` after a graph using the parameter was compiled was NOT seen by that graph
     (MindSpore 2.10 CPU, checked: a loaded checkpoint left the jitted loss unchanged); ``assign`` is.
     """
-    ops.assign(param, Tensor(np.ascontiguousarray(arr, dtype=ms.dtype_to_nptype(param.dtype))))
+    ops.assign(param, Tensor(np.ascontiguousarray(arr), dtype=param.dtype))
+
+
+def optimizer_state(nets: nn.Cell, optimizers: dict[str, nn.Cell]) -> dict[str, Parameter]:
+    """The optimizers' own state (moments, step counts), not the weights in ``nets`` they update.
+
+    ``optimizers`` maps a key prefix (``""`` for a learner with one optimizer) to each optimizer.
+    """
+    own = {id(p) for p in nets.get_parameters()}
+    return {
+        f"{prefix}{name}": p
+        for prefix, opt in optimizers.items()
+        for name, p in opt.parameters_and_names()
+        if id(p) not in own
+    }
+
+
+def save_training_state(nets: nn.Cell, optimizers: dict[str, nn.Cell]) -> dict[str, np.ndarray]:
+    """``nets/<param>`` and ``optim/<state>`` arrays of a learner, for checkpoints."""
+    sd = {f"nets/{k}": v for k, v in params_to_numpy(nets).items()}
+    sd.update({f"optim/{k}": p.asnumpy().copy() for k, p in optimizer_state(nets, optimizers).items()})
+    return sd
+
+
+def load_training_state(nets: nn.Cell, optimizers: dict[str, nn.Cell], sd: dict[str, np.ndarray]) -> None:
+    """Inverse of :func:`save_training_state` (in place, seen by compiled graphs)."""
+    load_numpy_into(nets, {k[len("nets/") :]: v for k, v in sd.items() if k.startswith("nets/")})
+    state = optimizer_state(nets, optimizers)
+    saved = {k[len("optim/") :]: v for k, v in sd.items() if k.startswith("optim/")}
+    if set(saved) != set(state):
+        raise KeyError(
+            f"optimizer state mismatch (was it saved with another optimizer?): saved {sorted(saved)[:4]}..., "
+            f"expected {sorted(state)[:4]}..."
+        )
+    for k, p in state.items():
+        assign_numpy(p, saved[k])
