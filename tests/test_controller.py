@@ -64,8 +64,9 @@ def test_never_picks_unavailable_and_explores_uniformly() -> None:
         assert acts.dtype == np.int64 and acts.shape == (envs, INFO.n_agents)
         picked = np.take_along_axis(avail, acts[..., None], axis=2)
         assert (picked == 1).all()
-        np.put_along_axis(counts, acts[..., None], np.take_along_axis(counts, acts[..., None], 2) + 1, 2)
-    # with epsilon = 1 (first 400 draws) every available action is drawn about equally often
+        if i < 400:  # count only the epsilon = 1 draws (later ones depend on the random network weights)
+            np.put_along_axis(counts, acts[..., None], np.take_along_axis(counts, acts[..., None], 2) + 1, 2)
+    # with epsilon = 1 every available action is drawn about equally often (0.15 is ~7 standard deviations)
     assert (counts[avail == 1] > 0).all()
     assert (counts[avail == 0] == 0).all()
     frac = counts / counts.sum(axis=2, keepdims=True)
