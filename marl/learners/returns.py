@@ -58,21 +58,11 @@ def discounted_returns(
     reward_BT1: np.ndarray, term_BT1: np.ndarray, mask_BT1: np.ndarray, values_BTN: np.ndarray, gamma: float
 ) -> np.ndarray:
     """Monte Carlo returns ``G_t = r_t + gamma (1 - term_t) G_{t+1}``, where past the last transition
-    ``G`` is the bootstrap value ``V`` of the final slot (zero after a true termination). ``(B, T-1, N)``."""
-    _check(reward_BT1, term_BT1, mask_BT1, values_BTN)
-    r = np.asarray(reward_BT1, np.float64)
-    nonterm = 1.0 - np.asarray(term_BT1, np.float64)
-    mask = np.asarray(mask_BT1, np.float64)
-    v = np.asarray(values_BTN, np.float64)
-    t1 = r.shape[1]
-    out = np.zeros(v[:, :-1].shape)
-    g = v[:, -1] * 0.0
-    for t in range(t1 - 1, -1, -1):
-        nxt_real = mask[:, t + 1] if t + 1 < t1 else np.zeros_like(mask[:, t])
-        follow = np.where(nxt_real > 0, g, v[:, t + 1])  # past the episode's last transition: bootstrap
-        g = mask[:, t] * (r[:, t] + gamma * nonterm[:, t] * follow)
-        out[:, t] = g
-    return out.astype(np.float32)
+    ``G`` is the bootstrap value ``V`` of the final slot (zero after a true termination). ``(B, T-1, N)``.
+
+    These are GAE's returns with ``lam = 1`` (the advantages telescope to ``G - V``).
+    """
+    return gae(reward_BT1, term_BT1, mask_BT1, values_BTN, gamma, 1.0)[1]
 
 
 class RunningMeanStd:
