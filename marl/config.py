@@ -10,13 +10,15 @@ Every key is checked against the schema: an unknown key is an error that names t
 and where the key came from; every value is coerced to its field's type or rejected with the field
 name and the expected type. Command-line keys may be dotted (``learner.lr=5e-4``) or an unambiguous
 leaf name (``lr=5e-4``, ``t_max=20000``); dict fields take nested keys (``env.args.reward_sparse=true``).
-The argument-parser helpers used by every training script (:func:`build_arg_parser`,
-:func:`config_from_args`) are at the end of this module.
+
+This module holds the layering, loading and saving. Key resolution and value coercion live in
+:mod:`marl.config_keys`, the argument-parser helpers used by every training script
+(:func:`build_arg_parser`, :func:`config_from_args`) in :mod:`marl.config_cli`; both modules' public
+names are importable from here as well (the CLI ones lazily, since that module builds on this one).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import difflib
 import os
@@ -27,138 +29,32 @@ from typing import Any
 
 import yaml
 
+from marl.config_keys import (  # re-exported: ``from marl.config import coerce`` etc. keep working
+    DICT_FIELDS,
+    LEAVES,
+    SECTIONS,
+    ConfigError,
+    _suggest,
+    check_ranges,
+    coerce,
+    parse_override,
+    resolve_key,
+)
 from marl.config_schema import Config
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 MAP_ALG_SECTION = "by_alg"  # in configs/maps/<map>.yaml: settings that apply to one algorithm only
+_CLI_NAMES = frozenset({"build_arg_parser", "config_from_args"})  # defined in marl.config_cli
 
 
-class ConfigError(ValueError):
-    """A configuration key or value is invalid (the message says what is allowed)."""
+def __getattr__(name: str) -> Any:
+    """``from marl.config import build_arg_parser`` (or ``config_from_args``): loaded from
+    :mod:`marl.config_cli` on first use, which keeps the import graph free of cycles."""
+    if name in _CLI_NAMES:
+        from marl import config_cli
 
-
-# --------------------------------------------------------------------------------------------- schema
-def _fields_of(cls: type, prefix: str = "") -> dict[str, Any]:
-    """Map every dotted leaf key of dataclass ``cls`` to its type; sections are walked recursively."""
-    hints = typing.get_type_hints(cls)
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        tp = hints[f.name]
-        key = prefix + f.name
-        if dataclasses.is_dataclass(tp):
-            out.update(_fields_of(tp, key + "."))
-        else:
-            out[key] = tp
-    return out
-
-
-LEAVES: dict[str, Any] = _fields_of(Config)  # "learner.lr" -> float, "env.args" -> dict[str, Any]
-SECTIONS: frozenset[str] = frozenset(
-    f.name
-    for f in dataclasses.fields(Config)
-    if dataclasses.is_dataclass(typing.get_type_hints(Config)[f.name])
-)
-DICT_FIELDS: frozenset[str] = frozenset(k for k, t in LEAVES.items() if typing.get_origin(t) is dict)
-
-
-def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", None) or str(tp)
-
-
-def _suggest(key: str) -> str:
-    """' (did you mean 'x'?)' for the nearest valid key, or a short hint when nothing is close."""
-    pool = list(LEAVES) + [k.rsplit(".", 1)[-1] for k in LEAVES] + list(SECTIONS)
-    close = difflib.get_close_matches(key, pool, n=1, cutoff=0.6)
-    if not close and "." in key:
-        close = difflib.get_close_matches(key.rsplit(".", 1)[-1], pool, n=1, cutoff=0.6)
-    if close:
-        best = close[0]
-        if best not in LEAVES and best not in SECTIONS:
-            best = next(k for k in LEAVES if k.rsplit(".", 1)[-1] == best)
-        return f" (did you mean {best!r}?)"
-    return " (run a training script with --help for the list of valid keys)"
-
-
-def resolve_key(key: str, source: str) -> str:
-    """Turn a dotted key or an unambiguous leaf shortcut into a full dotted key (or a dict-field path)."""
-    if key in LEAVES:
-        return key
-    for d in DICT_FIELDS:
-        if key.startswith(d + ".") and len(key) > len(d) + 1:
-            return key
-    if "." not in key:
-        matches = [k for k in LEAVES if k.rsplit(".", 1)[-1] == key]
-        if len(matches) == 1:
-            return matches[0]
-        if len(matches) > 1:
-            raise ConfigError(f"{source}: key {key!r} is ambiguous; write one of {', '.join(matches)}")
-    raise ConfigError(f"{source}: unknown config key {key!r}{_suggest(key)}")
-
-
-# ------------------------------------------------------------------------------------------- coercion
-_TRUE = {"true", "1", "yes", "on", "y"}
-_FALSE = {"false", "0", "no", "off", "n"}
-
-
-def coerce(value: Any, tp: Any, key: str, source: str) -> Any:
-    """Coerce ``value`` (from YAML or a command-line string) to field type ``tp`` or raise ConfigError."""
-
-    def bad(extra: str = "") -> ConfigError:
-        return ConfigError(
-            f"{source}: {key} must be of type {_type_name(tp)}, got {value!r} ({type(value).__name__}){extra}"
-        )
-
-    if tp is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, int) and value in (0, 1):
-            return bool(value)
-        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-            return value.strip().lower() in _TRUE
-        raise bad("; use true/false, yes/no or 1/0")
-    if tp is int:
-        if isinstance(value, bool):
-            raise bad()
-        if isinstance(value, int):
-            return value
-        num: float | None = None
-        if isinstance(value, float):
-            num = value
-        elif isinstance(value, str):
-            try:
-                return int(value.strip())
-            except ValueError:
-                try:
-                    num = float(value.strip())
-                except ValueError as exc:
-                    raise bad() from exc
-        if num is not None and num.is_integer():
-            return int(num)
-        raise bad("; an integer is required (2e4 is accepted, 2.5 is not)")
-    if tp is float:
-        if isinstance(value, bool):
-            raise bad()
-        if isinstance(value, (int, float)):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value.strip())
-            except ValueError as exc:
-                raise bad() from exc
-        raise bad()
-    if tp is str:
-        if isinstance(value, str):
-            return value
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return str(value)  # e.g. a map name written without quotes
-        raise bad()
-    if typing.get_origin(tp) is dict:
-        if isinstance(value, str):
-            value = yaml.safe_load(value) if value.strip() else {}
-        if isinstance(value, Mapping):
-            return {str(k): v for k, v in value.items()}
-        raise bad("; write a mapping such as {a: 1} or use nested keys (env.args.a=1)")
-    raise ConfigError(f"{source}: field {key} has an unsupported schema type {tp!r}")
+        return getattr(config_cli, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ----------------------------------------------------------------------------------------- the layers
@@ -242,49 +138,11 @@ def _build(flat: Mapping[str, Any]) -> Config:
         else:
             kwargs[f.name] = flat[f.name]
     cfg = Config(**kwargs)
-    _check_ranges(cfg)
+    check_ranges(cfg)
     return cfg
 
 
-def _check_ranges(cfg: Config) -> None:
-    """Reject values whose type is right but whose range is not (the message names the allowed range)."""
-    checks = [
-        ("t_max", cfg.t_max >= 1, ">= 1"),
-        ("learner.batch_size", cfg.learner.batch_size >= 1, ">= 1"),
-        ("learner.buffer_size", cfg.learner.buffer_size >= cfg.learner.batch_size, ">= learner.batch_size"),
-        ("learner.lr", cfg.learner.lr > 0, "> 0"),
-        ("learner.gamma", 0.0 <= cfg.learner.gamma <= 1.0, "in [0, 1]"),
-        ("learner.td_lambda", 0.0 <= cfg.learner.td_lambda <= 1.0, "in [0, 1]"),
-        ("runner.batch_size_run", cfg.runner.batch_size_run >= 1, ">= 1"),
-        ("exploration.epsilon_start", 0.0 <= cfg.exploration.epsilon_start <= 1.0, "in [0, 1]"),
-        ("exploration.epsilon_finish", 0.0 <= cfg.exploration.epsilon_finish <= 1.0, "in [0, 1]"),
-        ("exploration.epsilon_anneal_time", cfg.exploration.epsilon_anneal_time >= 0, ">= 0"),
-        ("checkpoint.keep_last", cfg.checkpoint.keep_last >= 1, ">= 1"),
-        ("log.test_nepisode", cfg.log.test_nepisode >= 0, ">= 0"),
-        ("ms_threads", cfg.ms_threads >= 1, ">= 1"),
-    ]
-    for key, ok, allowed in checks:
-        if not ok:
-            raise ConfigError(f"{key} must be {allowed}, got {_get(cfg, key)!r}")
-
-
-def _get(cfg: Config, key: str) -> Any:
-    obj: Any = cfg
-    for part in key.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
 # -------------------------------------------------------------------------------------------- loading
-def parse_override(text: str) -> tuple[str, str]:
-    """Split a command-line override ``"a.b=value"`` into ``("a.b", "value")`` (the value stays a string)."""
-    key, sep, value = text.partition("=")
-    key = key.strip()
-    if not sep or not key:
-        raise ConfigError(f"override {text!r} must look like key=value (for example learner.lr=5e-4)")
-    return key, value.strip()
-
-
 def _read_yaml(path: Path) -> dict[str, Any]:
     with open(path, encoding="utf-8") as fh:
         data = yaml.safe_load(fh)
@@ -429,77 +287,3 @@ def load_saved_config(path: str | Path) -> Config:
     if not path.is_file():
         raise ConfigError(f"no saved config at {path}; a run folder holds config.yaml")
     return config_from_dict(_read_yaml(path), str(path))
-
-
-# ------------------------------------------------------------------------------------ command line
-def _help_epilog(config_dir: Path, default_alg: str) -> str:
-    lines = []
-    try:  # the SMAC package may be absent or still being written: the help must work regardless
-        from marl.envs.smac import list_maps  # type: ignore[attr-defined]
-
-        lines.append("SMAC maps: " + ", ".join(list_maps()))
-    except Exception:  # any failure only means the map list is not shown
-        lines.append("SMAC maps: (marl.envs.smac.list_maps unavailable)")
-    lines.append("algorithms: " + ", ".join(_names(config_dir / "algs")))
-    lines.append("environments: " + ", ".join(_names(config_dir / "envs")))
-    lines.append("")
-    lines.append(
-        f"config keys with their {default_alg} defaults (key=value overrides; leaf names such as lr=5e-4 "
-        "work when unambiguous; --map may add a preset from configs/maps/):"
-    )
-    try:
-        defaults = _flatten_defaults(config_to_dict(load_config(default_alg, config_dir=config_dir)))
-    except ConfigError:
-        defaults = _Layers().values
-    width = max(len(k) for k in LEAVES)
-    for key, tp in LEAVES.items():
-        lines.append(f"  {key:<{width}}  {_type_name(tp):<14} default {defaults[key]!r}")
-    return "\n".join(lines)
-
-
-def build_arg_parser(
-    prog: str, default_alg: str, description: str = "", config_dir: Path = CONFIG_DIR
-) -> argparse.ArgumentParser:
-    """The command line shared by the training scripts: flags plus positional ``key=value`` overrides."""
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description=description,
-        epilog=_help_epilog(Path(config_dir), default_alg),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--map", dest="map", default=None, help="SMAC map / MPE scenario / Gymnasium id")
-    parser.add_argument("--alg", default=default_alg, help=f"algorithm config (default {default_alg})")
-    parser.add_argument("--env", default=None, help="environment config (default: from the alg config)")
-    parser.add_argument("--seed", type=int, default=None, help="random seed")
-    parser.add_argument(
-        "--resume",
-        metavar="RUN_DIR",
-        default=None,
-        help="continue the run in RUN_DIR from its latest checkpoint and saved config",
-    )
-    parser.add_argument("--results-dir", dest="results_dir", default=None, help="where run folders go")
-    parser.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides")
-    parser.set_defaults(config_dir=str(config_dir))
-    return parser
-
-
-def config_from_args(args: argparse.Namespace) -> Config:
-    """Resolve the Config for parsed arguments; with ``--resume`` the run folder's config.yaml is the base."""
-    overrides = list(args.overrides)
-    if args.seed is not None:
-        overrides.append(f"seed={args.seed}")
-    if args.results_dir is not None:
-        overrides.append(f"results_dir={args.results_dir}")
-    config_dir = Path(getattr(args, "config_dir", CONFIG_DIR))
-    if args.resume:
-        saved = load_saved_config(args.resume)
-        for flag, value, have in (
-            ("--map", args.map, saved.env.map_name),
-            ("--env", args.env, saved.env.name),
-        ):
-            if value is not None and value != have:
-                raise ConfigError(f"{flag} {value} conflicts with the resumed run ({have}); drop {flag}")
-        return load_config(overrides=overrides, config_dir=config_dir, base=config_to_dict(saved))
-    return load_config(
-        alg=args.alg, env=args.env, map_name=args.map, overrides=overrides, config_dir=config_dir
-    )

@@ -14,6 +14,7 @@ from marl.controllers.deterministic_controller import DeterministicController, s
 from marl.envs.base import EnvInfo
 from marl.learners.dqn_learner import make_target_update
 from marl.learners.maddpg_learner import MADDPGLearner, gumbel_softmax_st, soft_update_reference
+from marl.learners.transitions import RNG_KEY
 from marl.trainer import Trainer
 from marl.utils.ms import Parameter, Tensor, ms, params_to_numpy, setup
 
@@ -135,6 +136,27 @@ def test_critic_target_against_naive():
         ys.append(arrays[7] + 0.9 * (1 - arrays[8]) * q)
     out = learner._step(*[Tensor(np.ascontiguousarray(x)) for x in arrays]).asnumpy()
     assert out[3] == pytest.approx(np.mean(ys), rel=1e-4, abs=1e-5)
+
+
+def test_state_dict_resume_draws_the_same_minibatches_and_noise():
+    # discrete: each step draws transitions, then Gumbel noise, from the learner's RNG
+    batch = make_batch(DISC, 2)
+    first = MADDPGLearner(DISC, _cfg())
+    for i in range(2):
+        first.train(batch, t_env=10 + 3 * i, episode=i)
+    sd = first.state_dict()
+    resumed = MADDPGLearner(DISC, _cfg())
+    resumed.load_state_dict(sd)
+    for i in range(2, 4):
+        expected = first.train(batch, t_env=10 + 3 * i, episode=i)
+        assert resumed.train(batch, t_env=10 + 3 * i, episode=i) == expected and expected["updates"] == 3.0
+    for k, v in first.state_dict().items():
+        np.testing.assert_array_equal(resumed.state_dict()[k], v, err_msg=k)
+    # an older checkpoint without the RNG still loads; the generator keeps its seed state
+    old = MADDPGLearner(DISC, _cfg())
+    seeded = old.rng.bit_generator.state
+    old.load_state_dict({k: v for k, v in sd.items() if k != RNG_KEY})
+    assert old.rng.bit_generator.state == seeded and (old.train_steps, old.last_t_env) == (2, 13)
 
 
 def test_deterministic_controller_actions():

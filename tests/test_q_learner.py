@@ -20,18 +20,18 @@ INFO = EnvInfo(n_agents=3, n_actions=5, obs_shape=6, state_shape=8, episode_limi
 
 
 def make_batch(seed: int, b: int = 4, lengths: list[int] | None = None,
-               timeouts: list[bool] | None = None) -> EpisodeBatch:
+               timeouts: list[bool] | None = None, info: EnvInfo = INFO) -> EpisodeBatch:
     """Random padded episodes; an episode shorter than the limit terminates unless told it timed out."""
     rng = np.random.default_rng(seed)
-    eb = EpisodeBatch(Scheme(INFO), b)
-    n, a = INFO.n_agents, INFO.n_actions
+    eb = EpisodeBatch(Scheme(info), b)
+    n, a = info.n_agents, info.n_actions
     for row in range(b):
-        ep_len = lengths[row] if lengths else int(rng.integers(2, INFO.episode_limit + 1))
-        timeout = timeouts[row] if timeouts else ep_len == INFO.episode_limit
+        ep_len = lengths[row] if lengths else int(rng.integers(2, info.episode_limit + 1))
+        timeout = timeouts[row] if timeouts else ep_len == info.episode_limit
         for t in range(ep_len + 1):
             avail = (rng.random((n, a)) < 0.6).astype(np.int32)
             avail[:, 0] = 1
-            vals = {"obs": rng.normal(size=(n, INFO.obs_shape)), "state": rng.normal(size=INFO.state_shape),
+            vals = {"obs": rng.normal(size=(n, info.obs_shape)), "state": rng.normal(size=info.state_shape),
                     "avail_actions": avail}
             if t < ep_len:
                 act = np.array([rng.choice(np.flatnonzero(m)) for m in avail])[:, None]
@@ -155,6 +155,38 @@ def test_padding_does_not_change_the_loss() -> None:
     assert learner.train(noisy, 0, 0)["loss"] == pytest.approx(first["loss"], rel=1e-6)
 
 
+@pytest.mark.parametrize("timeout", [False, True])
+def test_time_buckets_cut_padding_without_changing_loss_or_gradient(timeout: bool) -> None:
+    """The step runs over the longest episode's slots rounded up to a bucket; loss and gradient are
+    those of the whole padded batch (a timed-out episode fills every slot, so nothing is cut)."""
+    info = EnvInfo(n_agents=3, n_actions=5, obs_shape=6, state_shape=8, episode_limit=12)
+    lengths = [3, 12 if timeout else 5, 2, 4]
+    batch = make_batch(40, lengths=lengths, timeouts=[False, timeout, False, False], info=info)
+    whole = QLearner(info, cfg(time_bucket=0))
+    cut = QLearner(info, cfg(time_bucket=4))
+    cut.load_state_dict(whole.state_dict())
+    assert whole.train_slots(batch["filled"]) == 13
+    assert cut.train_slots(batch["filled"]) == (13 if timeout else 8)  # 6 filled slots -> 8
+    assert cut._tensors(batch)[0].shape[1] == (13 if timeout else 8)
+    loss_w, grads_w = whole.loss_and_grads(batch)
+    loss_c, grads_c = cut.loss_and_grads(batch)
+    assert loss_c == pytest.approx(loss_w, rel=1e-6)
+    for gw, gc in zip(grads_w, grads_c, strict=True):
+        np.testing.assert_allclose(gc, gw, rtol=1e-5, atol=1e-7)
+
+
+def test_jitted_step_compiles_each_bucket_once_and_matches_eager() -> None:
+    info = EnvInfo(n_agents=3, n_actions=5, obs_shape=6, state_shape=8, episode_limit=12)
+    eager = QLearner(info, cfg(use_jit=False, time_bucket=4))
+    jitted = QLearner(info, cfg(use_jit=True, time_bucket=4))
+    jitted.load_state_dict(eager.state_dict())
+    for i, lengths in enumerate([[2, 3, 2, 1], [9, 3, 2, 4], [2, 2, 3, 3]]):  # 4, 12 and 4 slots
+        batch = make_batch(50 + i, lengths=lengths, info=info)
+        a, b = eager.train(batch, 0, i), jitted.train(batch, 0, i)
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-5, abs=1e-6), i
+    assert sorted(jitted._lambda_consts) == [4, 12]
+
+
 def test_state_dict_round_trip_reproduces_next_loss() -> None:
     a = QLearner(INFO, cfg(optimizer="adam"))
     for i in range(3):
@@ -212,6 +244,8 @@ def test_bad_inputs_fail_early() -> None:
         QLearner(INFO, cfg(mixer="qtran"))
     with pytest.raises(ValueError, match="unknown optimizer"):
         QLearner(INFO, cfg(optimizer="sgd"))
+    with pytest.raises(ValueError, match="time_bucket must be >= 0"):
+        QLearner(INFO, cfg(time_bucket=-1))
     assert len(learner.actor_weights()) == 8
 
 

@@ -5,7 +5,8 @@ dueling heads (Wang et al. 2016; ``agent.name=dueling_mlp`` / ``dueling_rnn``, s
 
 Replay: the trainer samples ``learner.batch_size`` episodes from the episode replay buffer; every train call
 then draws ``updates_per_step x (new env steps)`` minibatches of ``transition_batch_size`` transitions
-uniformly (with replacement) from the valid transitions of those episodes (:func:`sample_transitions`).
+uniformly (with replacement) from the valid transitions of those episodes
+(:class:`~marl.learners.transitions.TransitionUpdates`; the sampling RNG is checkpointed).
 A minibatch always has the same shape, so the jitted step compiles once whatever the episode limit.
 Transitions are feed-forward, so the agent must be an MLP (``mlp`` / ``dueling_mlp``); with several agents
 this is independent DQN (IQL) with parameter sharing.
@@ -30,11 +31,13 @@ from marl.controllers.mac import MultiAgentController, build_agent_inputs, input
 from marl.envs.base import EnvInfo
 from marl.learners.optim import clip_grad_norm, make_optimizer
 from marl.learners.q_learner import QNets
-from marl.learners.targets import transition_mask
+from marl.learners.transitions import TransitionUpdates
+from marl.learners.transitions import n_updates as n_updates  # re-exported (older imports)
+from marl.learners.transitions import sample_transitions as sample_transitions
+from marl.learners.transitions import valid_transitions as valid_transitions
 from marl.modules.dueling import plain_agent_weights
 from marl.registry import build, register
 from marl.utils.ms import (
-    Tensor,
     jit,
     load_training_state,
     ms,
@@ -45,36 +48,6 @@ from marl.utils.ms import (
 
 STAT_NAMES = ("loss", "td_error_abs", "q_taken_mean", "target_mean", "grad_norm")
 FEEDFORWARD_AGENTS = ("mlp", "dueling_mlp")
-
-
-# ------------------------------------------------------------------------- transitions from episodes
-def valid_transitions(batch: EpisodeBatch) -> tuple[np.ndarray, np.ndarray]:
-    """``(episode, slot)`` indices of every real transition (``transition_mask`` > 0) of ``batch``."""
-    # ``transition_mask`` would also keep the final-observation slot of an episode cut by the env's own
-    # time limit before ``episode_limit`` (not terminated): a real transition also needs a filled next slot.
-    mask = transition_mask(batch["filled"], batch["terminated"])[..., 0] * batch["filled"][:, 1:, 0]
-    b_idx, t_idx = np.nonzero(mask > 0)
-    return b_idx, t_idx
-
-
-def sample_transitions(
-    batch: EpisodeBatch, n: int, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` transitions ``(episode, slot)`` drawn uniformly with replacement from the real ones.
-
-    Slot ``t`` holds the obs/state/avail before the action, the action, reward and ``terminated``; slot
-    ``t + 1`` holds what followed (see :mod:`marl.buffers.episode`).
-    """
-    b_idx, t_idx = valid_transitions(batch)
-    if len(b_idx) == 0:
-        raise ValueError("batch holds no transitions (filled mask is empty)")
-    pick = rng.integers(0, len(b_idx), size=n)
-    return b_idx[pick], t_idx[pick]
-
-
-def n_updates(new_steps: int, updates_per_step: float) -> int:
-    """Gradient steps for ``new_steps`` fresh env steps (at least one per train call)."""
-    return max(1, int(round(new_steps * updates_per_step)))
 
 
 def polyak(pairs: list[tuple[ms.Parameter, ms.Parameter]], tau: float) -> bool:
@@ -125,7 +98,7 @@ def dqn_targets(
 
 
 @register("learner", "dqn")
-class DQNLearner:
+class DQNLearner(TransitionUpdates):
     """DQN / double DQN / dueling DQN on transitions drawn from replayed episodes (papers above)."""
 
     on_policy = False
@@ -229,23 +202,14 @@ class DQNLearner:
     def train(self, batch: EpisodeBatch, t_env: int, episode: int) -> dict[str, float]:
         """``n_updates`` gradient steps on transitions of ``batch``; updates targets on schedule."""
         lc, a = self.cfg.learner, self.cfg.agent
-        k = n_updates(0 if self.last_t_env is None else t_env - self.last_t_env, lc.updates_per_step)
-        self.last_t_env = t_env
         inputs = build_agent_inputs(
             batch["obs"], batch.data.get("actions_onehot"), a.obs_last_action, a.obs_agent_id
         )
-        outs = []
-        for _ in range(k):
-            b, t = sample_transitions(batch, lc.transition_batch_size, self.rng)
-            arrays = self.minibatch(batch, inputs, b, t)
-            outs.append(self._step(*[Tensor.from_numpy(np.ascontiguousarray(x)) for x in arrays]).asnumpy())
-            self.grad_steps += 1
+        stats = self.transition_updates(batch, inputs, t_env, STAT_NAMES)
         self.train_steps += 1
         if self.soft_tau == 0.0 and episode - self.last_target_update_episode >= lc.target_update_interval:
             self._hard()
             self.last_target_update_episode = episode
-        stats = {name: float(v) for name, v in zip(STAT_NAMES, np.mean(outs, axis=0), strict=True)}
-        stats["updates"] = float(k)
         return stats
 
     # ------------------------------------------------------------------------------ weights and state
@@ -261,7 +225,7 @@ class DQNLearner:
         return plain_agent_weights(self.cfg.agent.name, params_to_numpy(self.nets.agent))[1]
 
     def state_dict(self) -> dict[str, np.ndarray]:
-        """Online/target nets, optimizer state and counters (for checkpoints)."""
+        """Online/target nets, optimizer state, counters and the sampling RNG (for checkpoints)."""
         sd = save_training_state(self.nets, {"": self.optimizer})
         sd["counters/steps"] = np.array(
             [
@@ -272,7 +236,7 @@ class DQNLearner:
             ],
             np.int64,
         )
-        return sd
+        return self.save_rng(sd)
 
     def load_state_dict(self, sd: dict[str, np.ndarray]) -> None:
         """Restore what :meth:`state_dict` saved (same config and EnvInfo)."""
@@ -280,3 +244,4 @@ class DQNLearner:
         steps, grads, last_ep, last_t = (int(x) for x in sd["counters/steps"])
         self.train_steps, self.grad_steps, self.last_target_update_episode = steps, grads, last_ep
         self.last_t_env = None if last_t < 0 else last_t
+        self.load_rng(sd)

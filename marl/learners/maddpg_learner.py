@@ -14,8 +14,9 @@ with one agent it is DDPG (Lillicrap et al. 2016, "Continuous control with deep 
 * Targets: Polyak ``target <- tau * online + (1 - tau) * target`` after every gradient step
   (``learner.target_update_tau``).
 * Replay: transitions drawn from the replayed episodes exactly as the DQN learner does
-  (:func:`~marl.learners.dqn_learner.sample_transitions`; static minibatch shapes). The critic step and
-  the actor step and the soft target update are one ``ms.jit`` graph.
+  (:class:`~marl.learners.transitions.TransitionUpdates`; static minibatch shapes; the sampling RNG,
+  which also draws the Gumbel noise, is checkpointed). The critic step and the actor step and the soft
+  target update are one ``ms.jit`` graph.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from marl.config_schema import Config
 from marl.controllers.deterministic_controller import DeterministicController
 from marl.controllers.mac import build_agent_inputs, input_dim
 from marl.envs.base import EnvInfo
-from marl.learners.dqn_learner import make_target_update, n_updates, polyak, sample_transitions, target_pairs
+from marl.learners.dqn_learner import make_target_update, polyak, target_pairs
 from marl.learners.optim import clip_grad_norm, make_optimizer
+from marl.learners.transitions import TransitionUpdates
 from marl.registry import build, register
 from marl.utils.ms import (
     Tensor,
@@ -85,7 +87,7 @@ def soft_update_reference(target: np.ndarray, online: np.ndarray, tau: float) ->
 
 
 @register("learner", "maddpg")
-class MADDPGLearner:
+class MADDPGLearner(TransitionUpdates):
     """MADDPG / DDPG over transitions drawn from replayed episodes (papers in the module docstring)."""
 
     on_policy = False
@@ -230,19 +232,9 @@ class MADDPGLearner:
 
     def train(self, batch: EpisodeBatch, t_env: int, episode: int) -> dict[str, float]:
         """``n_updates`` critic + actor steps (each followed by a soft target update) on ``batch``."""
-        lc = self.cfg.learner
-        k = n_updates(0 if self.last_t_env is None else t_env - self.last_t_env, lc.updates_per_step)
-        self.last_t_env = t_env
         inputs = build_agent_inputs(batch["obs"], None, False, self.cfg.agent.obs_agent_id)
-        outs = []
-        for _ in range(k):
-            b, t = sample_transitions(batch, lc.transition_batch_size, self.rng)
-            arrays = self.minibatch(batch, inputs, b, t)
-            outs.append(self._step(*[Tensor.from_numpy(np.ascontiguousarray(x)) for x in arrays]).asnumpy())
-            self.grad_steps += 1
+        stats = self.transition_updates(batch, inputs, t_env, STAT_NAMES)
         self.train_steps += 1
-        stats = {name: float(v) for name, v in zip(STAT_NAMES, np.mean(outs, axis=0), strict=True)}
-        stats["updates"] = float(k)
         return stats
 
     # ------------------------------------------------------------------------------ weights and state
@@ -262,15 +254,16 @@ class MADDPGLearner:
         return params_to_numpy(self.nets.actor)
 
     def state_dict(self) -> dict[str, np.ndarray]:
-        """Actor, critic, targets, both optimizers' state and counters (for checkpoints)."""
+        """Actor, critic, targets, both optimizers' state, counters and the sampling RNG (for checkpoints)."""
         sd = save_training_state(self.nets, {"actor/": self.actor_opt, "critic/": self.critic_opt})
         sd["counters/steps"] = np.array(
             [self.train_steps, self.grad_steps, -1 if self.last_t_env is None else self.last_t_env], np.int64
         )
-        return sd
+        return self.save_rng(sd)
 
     def load_state_dict(self, sd: dict[str, np.ndarray]) -> None:
         """Restore what :meth:`state_dict` saved (same config and EnvInfo)."""
         load_training_state(self.nets, {"actor/": self.actor_opt, "critic/": self.critic_opt}, sd)
         self.train_steps, self.grad_steps, last_t = (int(x) for x in sd["counters/steps"])
         self.last_t_env = None if last_t < 0 else last_t
+        self.load_rng(sd)

@@ -7,8 +7,11 @@ Monotonicity Constraint in Cooperative Multi-Agent Reinforcement Learning"): dou
 the online network, a target agent and target mixer, BPTT over the whole padded episode.
 
 The whole step -- both unrolls, targets, loss, ``value_and_grad``, gradient clipping and the optimizer --
-is one ``ms.jit`` graph (``use_jit``) or the same Python function run eagerly. ``T = episode_limit + 1``
-is fixed, so the graph compiles once. Target-update timing and ``.asnumpy()`` stay outside the graph.
+is one ``ms.jit`` graph (``use_jit``) or the same Python function run eagerly. Target-update timing and
+``.asnumpy()`` stay outside the graph. Like pymarl (``batch.max_t_filled()``), the step runs only over the
+slots up to the batch's longest episode, rounded up to a multiple of ``learner.time_bucket`` so that a
+handful of static shapes cover every batch (MindSpore compiles each shape once and caches it). Cutting
+all-padding slots changes neither the loss nor the gradient: the RNN is causal and padding is masked.
 
 Long episodes (``learner.bptt_chunk``, see :func:`resolve_bptt_chunk`): the time loop is unrolled at
 compile time, so compile time grows with ``T`` and ~500 steps hit MindSpore's call-depth limit
@@ -183,6 +186,9 @@ class QLearner:
         self.train_steps = 0
         self.last_target_update_episode = 0
         self._hard_update()
+        if lc.time_bucket < 0:
+            raise ValueError(f"learner.time_bucket must be >= 0 (0 = no bucketing), got {lc.time_bucket}")
+        self._lambda_consts: dict[int, tuple[ms.Tensor, ms.Tensor]] = {}
         self.bptt_chunk = resolve_bptt_chunk(
             lc.bptt_chunk, info.episode_limit, bool(getattr(self.nets.agent, "recurrent", False))
         )
@@ -204,13 +210,13 @@ class QLearner:
         mixer, target_mixer = nets.mixer, nets.target_mixer
         gamma, lam, double_q = float(lc.gamma), float(lc.td_lambda), bool(lc.double_q)
         clip = float(lc.grad_norm_clip)
-        m_np, pow_np = lambda_return_matrices(self.t_slots, gamma, lam)
-        m_t, pow_vec = Tensor(m_np), Tensor(pow_np)
         optimizer = self.optimizer
 
         bootstrap = _make_bootstrap(target_mixer, double_q)
 
-        def loss_fn(inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS):
+        def loss_fn(
+            inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS, m_t, pow_vec
+        ):
             q_BTNA = agent.unroll(inputs_BTNI)
             target_q_BTNA = ops.stop_gradient(target_agent.unroll(inputs_BTNI))
             chosen_BTN = ops.gather_elements(q_BTNA[:, :-1], 3, actions_BTN1).squeeze(3)
@@ -223,9 +229,11 @@ class QLearner:
 
         grad_fn = ms.value_and_grad(loss_fn, None, weights=self.params, has_aux=True)
 
-        def train_step(inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS):
+        def train_step(
+            inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS, m_t, pow_vec
+        ):
             (loss, stats), grads = grad_fn(
-                inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS
+                inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS, m_t, pow_vec
             )
             grads, grad_norm = clip_grad_norm(grads, clip)
             optimizer(grads)
@@ -244,8 +252,7 @@ class QLearner:
         lc, nets = self.cfg.learner, self.nets
         agent, target_agent, mixer = nets.agent, nets.target_agent, nets.mixer
         gamma, lam, clip = float(lc.gamma), float(lc.td_lambda), float(lc.grad_norm_clip)
-        m_np, pow_np = lambda_return_matrices(self.t_slots, gamma, lam)
-        m_t, pow_vec = Tensor(m_np), Tensor(pow_np)
+        m_t, pow_vec = self._lambda_tensors(self.t_slots)
         optimizer = self.optimizer
         bootstrap = _make_bootstrap(nets.target_mixer, bool(lc.double_q))
 
@@ -379,9 +386,32 @@ class QLearner:
         ]
         return [np.ascontiguousarray(x) for x in arrays]
 
+    def train_slots(self, filled_BT1: np.ndarray) -> int:
+        """Slots the whole-episode step runs over for a batch with this ``filled`` mask: the longest
+        episode's slots rounded up to a multiple of ``learner.time_bucket`` (at most ``episode_limit + 1``,
+        at least 2); all slots when bucketing is off."""
+        bucket = self.cfg.learner.time_bucket
+        if bucket == 0:
+            return self.t_slots
+        longest = int(np.asarray(filled_BT1)[..., 0].sum(axis=1).max())
+        return min(self.t_slots, max(2, -(-longest // bucket) * bucket))
+
+    def _lambda_tensors(self, t_slots: int) -> tuple[ms.Tensor, ms.Tensor]:
+        """The TD(lambda) constants for ``t_slots`` slots (built once per length)."""
+        if t_slots not in self._lambda_consts:
+            lc = self.cfg.learner
+            m_np, pow_np = lambda_return_matrices(t_slots, float(lc.gamma), float(lc.td_lambda))
+            self._lambda_consts[t_slots] = (Tensor(m_np), Tensor(pow_np))
+        return self._lambda_consts[t_slots]
+
     def _tensors(self, batch: EpisodeBatch) -> list[ms.Tensor]:
-        """NumPy batch -> the step's input tensors (the one NumPy -> Tensor crossing per train call)."""
-        return [Tensor.from_numpy(x) for x in self._arrays(batch)]
+        """NumPy batch -> the whole-episode step's input tensors, cut to :meth:`train_slots` slots, plus the
+        TD(lambda) constants for that length (the one NumPy -> Tensor crossing per train call)."""
+        arrays = self._arrays(batch)
+        t = self.train_slots(batch["filled"])
+        # inputs, avail and state cover T slots; actions, reward, terminated and mask cover T - 1
+        cut = [np.ascontiguousarray(x[:, : t if i in (0, 1, 6) else t - 1]) for i, x in enumerate(arrays)]
+        return [Tensor.from_numpy(x) for x in cut] + list(self._lambda_tensors(t))
 
     def train(self, batch: EpisodeBatch, t_env: int, episode: int) -> dict[str, float]:
         """One gradient step on ``batch``; updates targets on schedule. Returns the step's statistics."""
