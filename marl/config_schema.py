@@ -72,8 +72,8 @@ class LearnerConfig:
     use_jit: bool = True  # compile the train step with ms.jit
     bptt_chunk: int = 0  # q_learner BPTT: 0 = auto (whole episode if episode_limit <= 100, else chunks
     #   of ~50 transitions: truncated BPTT, exact hidden states); -1 = whole episode; C > 0 = chunks of C
-    time_bucket: int = 16  # q_learner, whole-episode BPTT: train on the slots up to the batch's longest
-    #   episode, rounded up to a multiple of this (each length compiles once; exact); 0 = always all slots
+    time_bucket: int = 16  # q_learner (whole-episode BPTT), ppo, pg: train on the slots up to the batch's
+    #   longest episode, rounded up to a multiple of this (each length compiles once; exact); 0 = all slots
     # -- on-policy actor-critic (learners "ppo" and "pg") --
     critic: str = "central"  # ppo/pg value net input: central (state, MAPPO) | local (agent obs, IPPO / PPO)
     critic_hidden_dim: int = 64  # MLP value net width

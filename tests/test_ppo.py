@@ -17,7 +17,7 @@ from marl.controllers.policy_controller import PolicyController
 from marl.envs.base import EnvInfo
 from marl.learners.ppo_learner import PPOLearner
 from marl.learners.returns import RunningMeanStd, gae
-from marl.trainer import Trainer, flatten_arrays
+from marl.trainer import Trainer, flatten_arrays, with_overrides
 from marl.utils.ms import Tensor, ms, setup
 
 setup(1, seed=0)  # before any MindSpore op (the device can be set only then)
@@ -192,6 +192,27 @@ def test_jit_step_equals_eager_step(tmp_path):
         np.testing.assert_allclose(v, sd_e[k], rtol=1e-4, atol=1e-6, err_msg=k)
     assert not np.allclose(sd_j["nets/actor.agent.fc1.weight"], _fake_learner(tmp_path)[0].state_dict()[
         "nets/actor.agent.fc1.weight"])  # the step changed the weights
+
+
+def test_time_buckets_cut_padding_without_changing_the_update(tmp_path):
+    """Training over the longest episode's slots rounded up to a bucket gives the update of the whole
+    padded batch (same statistics and weights after one train call)."""
+    cfg = _cfg(tmp_path, "mappo", "fake", ("env.args.episode_limit=12", "use_jit=false"))
+    info = EnvInfo(n_agents=3, n_actions=4, obs_shape=6, state_shape=7, episode_limit=12)
+    batch = _random_batch(info, 4, 3)
+    for row, length in enumerate([3, 5, 2, 4]):  # terminated early: 6 filled slots at most -> 8 with 4
+        for key in batch.data:
+            batch.data[key][row, length + 1 :] = 0
+        batch.data["terminated"][row, length - 1] = 1.0
+    whole = PPOLearner(info, with_overrides(cfg, learner={"time_bucket": 0}))
+    cut = PPOLearner(info, with_overrides(cfg, learner={"time_bucket": 4}))
+    cut.load_state_dict(whole.state_dict())
+    out_w, out_c = whole.train(batch, 0, 0), cut.train(batch, 0, 0)
+    for k, v in out_w.items():
+        assert out_c[k] == pytest.approx(v, rel=1e-4, abs=1e-6), k
+    sd_c = cut.state_dict()
+    for k, v in whole.state_dict().items():
+        np.testing.assert_allclose(sd_c[k], v, rtol=1e-4, atol=1e-6, err_msg=k)
 
 
 def test_bad_settings_fail_early(tmp_path):

@@ -13,7 +13,7 @@ from marl.buffers.episode import EpisodeBatch, Scheme
 from marl.config_schema import AgentConfig, Config, LearnerConfig, MixerConfig
 from marl.envs.base import EnvInfo
 from marl.learners import QLearner
-from marl.learners.q_learner import AUTO_CHUNK, WHOLE_EPISODE_MAX_LIMIT, resolve_bptt_chunk
+from marl.learners.q_learner import AUTO_CHUNK, WHOLE_EPISODE_MAX_LIMIT, chunk_group_sizes, resolve_bptt_chunk
 from marl.learners.targets import chunk_view, live_chunks, transition_mask
 from marl.utils.ms import Tensor, setup
 
@@ -61,6 +61,17 @@ def test_resolve_bptt_chunk_auto_rule() -> None:
     mlp = QLearner(INFO, Config(learner=LearnerConfig(use_jit=False, bptt_chunk=2),
                                 agent=AgentConfig(name="mlp")))
     assert mlp.bptt_chunk == 0
+
+
+def test_chunk_group_sizes() -> None:
+    """Full groups, then the rest in the smallest halving of the batch size that holds it (>= 1/8)."""
+    assert chunk_group_sizes(128, 128) == [128]
+    assert chunk_group_sizes(140, 128) == [128, 16]  # 12 rows left: a group of 16, not of 128
+    assert chunk_group_sizes(200, 128) == [128, 128]
+    assert chunk_group_sizes(40, 128) == [64]
+    assert chunk_group_sizes(3, 128) == [16]  # never below batch_size / 8
+    assert chunk_group_sizes(9, 4) == [4, 4, 1]
+    assert chunk_group_sizes(0, 4) == []
 
 
 def test_chunk_view_and_live_chunks() -> None:

@@ -30,7 +30,7 @@ from marl.controllers.policy_controller import PolicyController
 from marl.envs.base import EnvInfo
 from marl.learners.optim import clip_grad_norm, make_optimizer
 from marl.learners.returns import RunningMeanStd, gae
-from marl.learners.targets import transition_mask
+from marl.learners.targets import bucketed_slots, transition_mask
 from marl.modules.policies import (
     ActorCritic,
     PolicyNet,
@@ -49,6 +49,7 @@ from marl.utils.ms import (
     save_training_state,
 )
 
+SLOT_KEYS = ("actor_in", "critic_in", "avail")  # arrays over all T slots (the rest cover T - 1 transitions)
 STAT_NAMES = ("loss", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac", "grad_norm")
 CRITICS = ("central", "local")
 AGENTS = ("rnn", "mlp")
@@ -81,6 +82,7 @@ class PPOLearner:
             raise ValueError("need 0 <= gae_lambda <= 1, ppo_clip > 0 and value_clip >= 0")
         self.info, self.cfg = info, cfg
         self.t_slots = info.episode_limit + 1
+        bucketed_slots(np.ones((1, 2, 1)), 2, lc.time_bucket)  # checks learner.time_bucket early
         self.discrete = bool(info.discrete)
         critic_in = (info.state_shape if lc.critic == "central" else info.obs_shape) + (
             info.n_agents if a.obs_agent_id else 0
@@ -201,6 +203,9 @@ class PPOLearner:
         """Several epochs of minibatch updates on a batch of fresh on-policy episodes; returns mean stats."""
         lc = self.cfg.learner
         arr = self._arrays(batch)
+        # only the slots up to the longest episode (bucketed): exact, and far fewer unrolled steps
+        cut = bucketed_slots(batch["filled"], self.t_slots, lc.time_bucket)
+        arr = {k: v[:, : cut if k in SLOT_KEYS else cut - 1] for k, v in arr.items()}
         t = {
             k: Tensor.from_numpy(np.ascontiguousarray(arr[k]))
             for k in ("actor_in", "critic_in", "avail", "actions")

@@ -34,6 +34,7 @@ from marl.controllers.mac import MultiAgentController, build_agent_inputs, input
 from marl.envs.base import EnvInfo
 from marl.learners.optim import clip_grad_norm, make_optimizer
 from marl.learners.targets import (
+    bucketed_slots,
     chunk_view,
     lambda_return_matrices,
     live_chunks,
@@ -98,6 +99,21 @@ class QNets(nn.Cell):
 
     def target(self) -> list[nn.Cell]:
         return [self.target_agent] + ([self.target_mixer] if self.target_mixer is not None else [])
+
+
+def chunk_group_sizes(n_rows: int, batch_size: int) -> list[int]:
+    """Row counts of the groups the chunked loss runs over ``n_rows`` live chunk rows in: full groups of
+    ``batch_size``, then the rest padded up to the smallest of ``batch_size / 2^k`` (at least
+    ``batch_size / 8``) that holds it -- at most four shapes to compile, and a few rows more than a batch
+    cost a small group, not a second full one."""
+    full, rest = divmod(n_rows, batch_size)
+    sizes = [batch_size] * full
+    if rest:
+        size, floor = batch_size, max(1, batch_size // 8)
+        while size // 2 >= max(rest, floor):
+            size //= 2
+        sizes.append(size)
+    return sizes
 
 
 def _build_nets(info: EnvInfo, cfg: Config) -> QNets:
@@ -186,8 +202,7 @@ class QLearner:
         self.train_steps = 0
         self.last_target_update_episode = 0
         self._hard_update()
-        if lc.time_bucket < 0:
-            raise ValueError(f"learner.time_bucket must be >= 0 (0 = no bucketing), got {lc.time_bucket}")
+        bucketed_slots(np.ones((1, 2, 1)), 2, lc.time_bucket)  # checks learner.time_bucket early
         self._lambda_consts: dict[int, tuple[ms.Tensor, ms.Tensor]] = {}
         self.bptt_chunk = resolve_bptt_chunk(
             lc.bptt_chunk, info.episode_limit, bool(getattr(self.nets.agent, "recurrent", False))
@@ -305,7 +320,8 @@ class QLearner:
 
         Every chunk of ``C`` transitions that holds a real transition becomes one row, with its exact
         starting hidden state and its TD(lambda) targets computed over the whole episode; all-padding
-        chunks are skipped; the last group is padded with empty rows (mask 0)."""
+        chunks are skipped; the rows are cut into groups by :func:`chunk_group_sizes`, the last one padded
+        with empty rows (mask 0)."""
         inputs, avail, actions, reward, term, mask, state = self._arrays(batch)
         c, (b, t, n) = self.bptt_chunk, inputs.shape[:3]
         q, target_q, h_starts = self._forward_chunks(inputs, batch["filled"])
@@ -317,11 +333,12 @@ class QLearner:
         ).asnumpy()
         n_chunks = -(-(t - 1) // c)
         b_idx, k_idx = live_chunks(mask, c)
-        n_groups = -(-len(b_idx) // b)
+        sizes = chunk_group_sizes(len(b_idx), b)
+        bounds = np.cumsum([0] + sizes)
 
         def take(x: np.ndarray, per_transition: bool = True) -> np.ndarray:
             picked = (chunk_view(x, c, n_chunks) if per_transition else x)[b_idx, k_idx]
-            pad = np.zeros((n_groups * b - len(b_idx),) + picked.shape[1:], picked.dtype)
+            pad = np.zeros((bounds[-1] - len(b_idx),) + picked.shape[1:], picked.dtype)
             return np.concatenate([picked, pad])
 
         arrays = [
@@ -333,9 +350,9 @@ class QLearner:
             take(mask),
         ]
         groups = []
-        for g in range(n_groups):
-            part = [np.ascontiguousarray(x[g * b : (g + 1) * b]) for x in arrays]
-            part[1] = part[1].reshape(b * n, -1)  # (rows, N, H) -> (rows * N, H) hidden-state rows
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+            part = [np.ascontiguousarray(x[lo:hi]) for x in arrays]
+            part[1] = part[1].reshape((hi - lo) * n, -1)  # (rows, N, H) -> (rows * N, H) hidden-state rows
             groups.append([Tensor.from_numpy(x) for x in part])
         return groups, Tensor(np.float32(mask.sum() * tgt.shape[2]))  # as the broadcast mask counts
 
@@ -387,14 +404,9 @@ class QLearner:
         return [np.ascontiguousarray(x) for x in arrays]
 
     def train_slots(self, filled_BT1: np.ndarray) -> int:
-        """Slots the whole-episode step runs over for a batch with this ``filled`` mask: the longest
-        episode's slots rounded up to a multiple of ``learner.time_bucket`` (at most ``episode_limit + 1``,
-        at least 2); all slots when bucketing is off."""
-        bucket = self.cfg.learner.time_bucket
-        if bucket == 0:
-            return self.t_slots
-        longest = int(np.asarray(filled_BT1)[..., 0].sum(axis=1).max())
-        return min(self.t_slots, max(2, -(-longest // bucket) * bucket))
+        """Slots the whole-episode step runs over for a batch with this ``filled`` mask
+        (:func:`~marl.learners.targets.bucketed_slots` with ``learner.time_bucket``)."""
+        return bucketed_slots(filled_BT1, self.t_slots, self.cfg.learner.time_bucket)
 
     def _lambda_tensors(self, t_slots: int) -> tuple[ms.Tensor, ms.Tensor]:
         """The TD(lambda) constants for ``t_slots`` slots (built once per length)."""

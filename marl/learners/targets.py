@@ -28,6 +28,21 @@ def transition_mask(filled_BT1: np.ndarray, terminated_BT1: np.ndarray) -> np.nd
     return mask
 
 
+def bucketed_slots(filled_BT1: np.ndarray, t_slots: int, bucket: int) -> int:
+    """Slots a whole-episode learner needs for a padded batch: its longest episode's filled slots rounded
+    up to a multiple of ``bucket`` (at least 2, at most ``t_slots``); ``bucket = 0`` keeps all ``t_slots``.
+
+    Cutting the all-padding tail changes no loss, target or gradient (recurrent nets are causal and
+    padding is masked), while a few static lengths keep the number of compiled graphs small.
+    """
+    if bucket < 0:
+        raise ValueError(f"learner.time_bucket must be >= 0 (0 = no bucketing), got {bucket}")
+    if bucket == 0:
+        return t_slots
+    longest = int(np.asarray(filled_BT1)[..., 0].sum(axis=1).max())
+    return min(t_slots, max(2, -(-longest // bucket) * bucket))
+
+
 def lambda_return_matrices(t_slots: int, gamma: float, td_lambda: float) -> tuple[np.ndarray, np.ndarray]:
     """Constants of the loop-free lambda-return for ``T = t_slots`` slots.
 
