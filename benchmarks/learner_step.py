@@ -36,13 +36,15 @@ from marl.utils.ms import ms, params_to_numpy, setup  # noqa: E402
 INFO_3M = EnvInfo(n_agents=3, n_actions=9, obs_shape=30, state_shape=48, episode_limit=60)
 
 
-def synthetic_batch(info: EnvInfo, b: int, seed: int) -> EpisodeBatch:
-    """``b`` padded episodes of random length 20..episode_limit (shorter ones terminate)."""
+def synthetic_batch(info: EnvInfo, b: int, seed: int, max_len: int = 0) -> EpisodeBatch:
+    """``b`` padded episodes of random length ``min(20, max_len)..max_len`` (default: the episode limit;
+    the first episode is ``max_len`` long, shorter ones terminate)."""
     rng = np.random.default_rng(seed)
     eb = EpisodeBatch(Scheme(info), b)
     t_slots, n, a = info.episode_limit + 1, info.n_agents, info.n_actions
+    max_len = max_len or info.episode_limit
     for row in range(b):
-        ep_len = int(rng.integers(20, info.episode_limit + 1))
+        ep_len = max_len if row == 0 else int(rng.integers(min(20, max_len), max_len + 1))
         d = eb.data
         d["obs"][row, : ep_len + 1] = rng.normal(size=(ep_len + 1, n, info.obs_shape))
         d["state"][row, : ep_len + 1] = rng.normal(size=(ep_len + 1, info.state_shape))
