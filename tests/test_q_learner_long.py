@@ -13,7 +13,13 @@ from marl.buffers.episode import EpisodeBatch, Scheme
 from marl.config_schema import AgentConfig, Config, LearnerConfig, MixerConfig
 from marl.envs.base import EnvInfo
 from marl.learners import QLearner
-from marl.learners.q_learner import AUTO_CHUNK, WHOLE_EPISODE_MAX_LIMIT, chunk_group_sizes, resolve_bptt_chunk
+from marl.learners.q_learner import (
+    AUTO_CHUNK,
+    HYBRID_MAX_SLOTS,
+    WHOLE_EPISODE_MAX_LIMIT,
+    chunk_group_sizes,
+    resolve_bptt_chunk,
+)
 from marl.learners.targets import chunk_view, live_chunks, transition_mask
 from marl.utils.ms import Tensor, setup
 
@@ -72,6 +78,27 @@ def test_chunk_group_sizes() -> None:
     assert chunk_group_sizes(3, 128) == [16]  # never below batch_size / 8
     assert chunk_group_sizes(9, 4) == [4, 4, 1]
     assert chunk_group_sizes(0, 4) == []
+
+
+def test_auto_mode_trains_short_batches_on_the_whole_episode() -> None:
+    """Auto mode on a long-limit map: a batch of short episodes takes the exact whole-episode step (same
+    loss and gradient as bptt_chunk=-1); a batch holding a long episode takes the chunked one (same loss,
+    truncated gradient)."""
+    info = EnvInfo(n_agents=2, n_actions=4, obs_shape=5, state_shape=6, episode_limit=120)
+    whole = QLearner(info, cfg(bptt_chunk=-1))
+    auto = QLearner(info, cfg(bptt_chunk=0))
+    auto.load_state_dict(whole.state_dict())
+    assert auto.bptt_chunk == 40 and auto.hybrid_slots == HYBRID_MAX_SLOTS
+    short = make_batch(5, lengths=[30, 12, 47, 8], info=info)  # 48 filled slots -> 48
+    long = make_batch(6, lengths=[30, 90, 47, 8], info=info)  # 91 -> 96 > 64: chunks
+    assert not auto._use_chunks(short) and auto._use_chunks(long)
+    for batch, exact in ((short, True), (long, False)):
+        (loss_w, grads_w), (loss_a, grads_a) = whole.loss_and_grads(batch), auto.loss_and_grads(batch)
+        assert loss_a == pytest.approx(loss_w, rel=1e-5)
+        diff = max(float(np.abs(a - b).max()) for a, b in zip(grads_w, grads_a, strict=True))
+        assert (diff < 1e-5) if exact else (diff > 1e-5 and _cos(grads_w, grads_a) > 0.9), diff
+    explicit = QLearner(info, cfg(bptt_chunk=40))  # a chunk length set by hand is always used
+    assert explicit.hybrid_slots == 0 and explicit._use_chunks(short)
 
 
 def test_chunk_view_and_live_chunks() -> None:

@@ -21,7 +21,9 @@ and the exact hidden state at every chunk start; double-Q + TD(lambda) targets a
 whole episode from them; the loss then runs over the live chunks as rows, each starting from its exact
 hidden state. The loss value is the whole-episode loss; the gradient lacks only the terms that flow
 back through a chunk's starting hidden state (exact when ``C >= episode_limit``). Every graph has at
-most ``C`` unrolled steps and static shapes, so each compiles once whatever the episode limit.
+most ``C`` unrolled steps and static shapes, so each compiles once whatever the episode limit. In auto
+mode (``bptt_chunk = 0``, with time buckets) a batch whose episodes all fit in ``HYBRID_MAX_SLOTS``
+bucketed slots -- most batches once the agents fight -- still takes the exact whole-episode step.
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ MIXERS = ("qmix", "vdn", "none")
 # whole-episode BPTT up to this episode limit, chunks of about AUTO_CHUNK transitions above it.
 WHOLE_EPISODE_MAX_LIMIT = 100
 AUTO_CHUNK = 50
+# Auto mode with chunks and time buckets: a batch whose bucketed length is at most this many slots (its
+# episodes are all short) still takes the exact whole-episode step, compiled at that length.
+HYBRID_MAX_SLOTS = 64
 
 
 def resolve_bptt_chunk(bptt_chunk: int, episode_limit: int, recurrent: bool) -> int:
@@ -212,10 +217,13 @@ class QLearner:
                 f"learner.bptt_chunk={lc.bptt_chunk} needs an RNNAgent-based agent "
                 f"(rnn, dueling_rnn), got {cfg.agent.name!r}; use bptt_chunk=-1"
             )
+        # auto chunks + buckets: short batches take the whole-episode step, long ones the chunked one
+        auto_hybrid = lc.bptt_chunk == 0 and self.bptt_chunk and lc.time_bucket > 0
+        self.hybrid_slots = HYBRID_MAX_SLOTS if auto_hybrid else 0
         if self.bptt_chunk:
             self._forward, self._targets_fn, self._grad_fn, self._apply = self._make_chunked()
-        else:
-            self._step, self._grad_fn = self._make_step()
+        if not self.bptt_chunk or self.hybrid_slots:
+            self._step, self._whole_grad_fn = self._make_step()
         self._soft = self._make_soft_update()
 
     # ------------------------------------------------------------------------------- the train step
@@ -408,6 +416,14 @@ class QLearner:
         (:func:`~marl.learners.targets.bucketed_slots` with ``learner.time_bucket``)."""
         return bucketed_slots(filled_BT1, self.t_slots, self.cfg.learner.time_bucket)
 
+    def _use_chunks(self, batch: EpisodeBatch) -> bool:
+        """Whether ``batch`` trains with chunked BPTT: always when chunks are on, except that in auto mode
+        a batch of short episodes (at most ``HYBRID_MAX_SLOTS`` bucketed slots) takes the whole-episode
+        step."""
+        if not self.bptt_chunk:
+            return False
+        return not self.hybrid_slots or self.train_slots(batch["filled"]) > self.hybrid_slots
+
     def _lambda_tensors(self, t_slots: int) -> tuple[ms.Tensor, ms.Tensor]:
         """The TD(lambda) constants for ``t_slots`` slots (built once per length)."""
         if t_slots not in self._lambda_consts:
@@ -427,7 +443,7 @@ class QLearner:
 
     def train(self, batch: EpisodeBatch, t_env: int, episode: int) -> dict[str, float]:
         """One gradient step on ``batch``; updates targets on schedule. Returns the step's statistics."""
-        if self.bptt_chunk:
+        if self._use_chunks(batch):
             loss, stats, grads = self._chunked_loss_and_grads(batch)
             grad_norm = self._apply(*grads)
             out = ops.concat([loss.reshape(1), stats, grad_norm.reshape(1)]).asnumpy()
@@ -473,10 +489,10 @@ class QLearner:
     def loss_and_grads(self, batch: EpisodeBatch) -> tuple[float, list[np.ndarray]]:
         """Loss and (unclipped) gradients w.r.t. ``self.params`` on ``batch``, without an update -- for
         tests and diagnostics (with chunks, the gradient is the truncated one)."""
-        if self.bptt_chunk:
+        if self._use_chunks(batch):
             loss, _, grads = self._chunked_loss_and_grads(batch)
         else:
-            (loss, _), grads = self._grad_fn(*self._tensors(batch))
+            (loss, _), grads = self._whole_grad_fn(*self._tensors(batch))
         return float(loss.asnumpy()), [g.asnumpy() for g in grads]
 
     # ------------------------------------------------------------------------------ weights and state
