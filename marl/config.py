@@ -3,8 +3,9 @@
 
 Layers, lowest first::
 
-    configs/default.yaml < configs/envs/<env>.yaml < configs/algs/<alg>.yaml
-        < configs/maps/<map>.yaml (top level, then its ``by_alg.<alg>`` part) < command line
+    configs/default.yaml < configs/envs/<env>.yaml < configs/algs/<alg>.yaml (top level, then its
+        ``by_env.<env>`` part) < configs/maps/<map>.yaml (top level, then its ``by_alg.<alg>`` part)
+        < command line
 
 Every key is checked against the schema: an unknown key is an error that names the nearest valid key
 and where the key came from; every value is coerced to its field's type or rejected with the field
@@ -44,6 +45,7 @@ from marl.config_schema import Config
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 MAP_ALG_SECTION = "by_alg"  # in configs/maps/<map>.yaml: settings that apply to one algorithm only
+ALG_ENV_SECTION = "by_env"  # in configs/algs/<alg>.yaml: settings that apply in one environment only
 _CLI_NAMES = frozenset({"build_arg_parser", "config_from_args"})  # defined in marl.config_cli
 
 
@@ -214,6 +216,7 @@ def load_config(
         alg_path = _layer_file(config_dir, "algs", alg, required=True)
         assert alg_path is not None
         alg_data = _read_yaml(alg_path)
+        per_env = _pop_section(alg_data, ALG_ENV_SECTION, alg_path)
         env_name = env or cli_env or _nested(alg_data, "env", "name") or _nested(default, "env", "name")
         env_name = env_name or layers.values["env.name"]
         env_path = _layer_file(config_dir, "envs", str(env_name), required=True)
@@ -221,15 +224,15 @@ def load_config(
         layers.apply_mapping(default, str(default_path))
         layers.apply_mapping(_read_yaml(env_path), str(env_path))
         layers.apply_mapping(alg_data, str(alg_path))
+        if env_name in per_env:
+            layers.apply_mapping(per_env[env_name], f"{alg_path} ({ALG_ENV_SECTION}.{env_name})")
         layers.set("alg", alg, str(alg_path))
         layers.set("env.name", env_name, "env selection")
         chosen_map = map_name or cli_map or layers.values["env.map_name"]
         map_path = _layer_file(config_dir, "maps", str(chosen_map), required=False)
         if map_path is not None:
             preset = _read_yaml(map_path)
-            per_alg = preset.pop(MAP_ALG_SECTION, None) or {}
-            if not isinstance(per_alg, Mapping):
-                raise ConfigError(f"{map_path}: {MAP_ALG_SECTION} must map algorithm names to settings")
+            per_alg = _pop_section(preset, MAP_ALG_SECTION, map_path)
             layers.apply_mapping(preset, str(map_path))
             if alg in per_alg:
                 layers.apply_mapping(per_alg[alg], f"{map_path} ({MAP_ALG_SECTION}.{alg})")
@@ -239,6 +242,15 @@ def load_config(
     if base is None and map_name is not None:
         layers.set("env.map_name", map_name, "--map")
     return layers.build()
+
+
+def _pop_section(data: dict[str, Any], section: str, path: Path) -> Mapping[str, Any]:
+    """Remove and return a layer file's ``by_alg`` / ``by_env`` part (name -> settings; empty if absent)."""
+    part = data.pop(section, None) or {}
+    what = "algorithm" if section == MAP_ALG_SECTION else "environment"
+    if not isinstance(part, Mapping) or not all(isinstance(v, Mapping) for v in part.values()):
+        raise ConfigError(f"{path}: {section} must map {what} names to settings")
+    return part
 
 
 def _nested(d: Mapping[str, Any], *path: str) -> Any:

@@ -61,6 +61,22 @@ def test_map_preset_alg_specific_part_only_for_that_alg(cfg_dir: Path) -> None:
     assert a2.mixer.name == "vdn"
 
 
+def test_alg_file_env_specific_part_only_in_that_env(cfg_dir: Path) -> None:
+    write(cfg_dir / "algs" / "a3.yaml", {"learner": {"lr": 0.3}, "by_env": {"e2": {"learner": {"lr": 0.35}}}})
+    assert load_config("a3", config_dir=cfg_dir).learner.lr == 0.3  # env e1: no by_env part
+    assert load_config("a3", env="e2", config_dir=cfg_dir).learner.lr == 0.35
+    assert load_config("a3", env="e2", map_name="hard", config_dir=cfg_dir).learner.lr == 0.4  # map wins
+    write(cfg_dir / "algs" / "bad.yaml", {"by_env": {"e1": 3}})
+    with pytest.raises(ConfigError, match="by_env must map environment names to settings"):
+        load_config("bad", config_dir=cfg_dir)
+
+
+def test_mappo_takes_the_papers_smac_setting_only_on_smac() -> None:
+    smac, mpe = load_config("mappo", map_name="3m"), load_config("mappo", env="mpe", map_name="simple_spread")
+    assert (smac.learner.batch_size, smac.learner.ppo_epochs) == (128, 15)
+    assert (mpe.learner.batch_size, mpe.learner.ppo_epochs) == (32, 5)
+
+
 def test_env_chosen_by_alg_file_cli_or_argument(cfg_dir: Path) -> None:
     assert load_config("a2", config_dir=cfg_dir).t_max == 222  # the alg file names env e2
     assert load_config("a1", overrides=["env.name=e2"], config_dir=cfg_dir).t_max == 222
