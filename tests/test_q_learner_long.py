@@ -13,7 +13,7 @@ from marl.buffers.episode import EpisodeBatch, Scheme
 from marl.config_schema import AgentConfig, Config, LearnerConfig, MixerConfig
 from marl.envs.base import EnvInfo
 from marl.learners import QLearner
-from marl.learners.q_learner import (
+from marl.learners.q_chunked import (
     AUTO_CHUNK,
     HYBRID_MAX_SLOTS,
     WHOLE_EPISODE_MAX_LIMIT,

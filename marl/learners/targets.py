@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from marl.utils.ms import ms, ops
+from marl.utils.ms import ms, nn, ops
 
 
 def transition_mask(filled_BT1: np.ndarray, terminated_BT1: np.ndarray) -> np.ndarray:
@@ -91,6 +91,40 @@ def td_lambda_targets(
     c_rows = c.transpose(0, 2, 1).reshape(b * k, n)
     g = ops.matmul(c_rows, m_t).reshape(b, k, n).transpose(0, 2, 1)
     return g + pow_vec.reshape(1, n, 1) * g_last.reshape(b, 1, k)
+
+
+def make_bootstrap(target_mixer: nn.Cell | None, double_q: bool):  # noqa: ANN202 (a graph function)
+    """``bootstrap(q_BTNA, target_q_BTNA, avail_BTNA, state_BTS) -> (B, T, K)``: the target network's value
+    of every slot, the action picked by the online net (double Q) or by the target net, then mixed."""
+
+    def bootstrap(q_BTNA, target_q_BTNA, avail_BTNA, state_BTS):
+        if double_q:  # action chosen by the online net, valued by the target net
+            q_det = ops.masked_fill(ops.stop_gradient(q_BTNA), avail_BTNA == 0, -9999999.0)
+            best_BTN1 = ops.argmax(q_det, dim=3, keepdim=True)
+            target_max_BTN = ops.gather_elements(target_q_BTNA, 3, best_BTN1).squeeze(3)
+        else:
+            target_max_BTN = ops.masked_fill(target_q_BTNA, avail_BTNA == 0, -9999999.0).max(axis=3)
+        if target_mixer is not None:
+            return target_mixer(target_max_BTN, state_BTS)
+        return target_max_BTN
+
+    return bootstrap
+
+
+def masked_td_loss(
+    chosen: ms.Tensor, targets: ms.Tensor, mask_BT1: ms.Tensor, n_valid: ms.Tensor | None = None
+) -> tuple[ms.Tensor, ms.Tensor]:
+    """``0.5 * sum(mask * (chosen - targets)^2) / n_valid`` and the stats (|td|, chosen Q, target), with
+    ``n_valid = sum(mask)`` unless given (a part of a batch divides by the count of the whole batch)."""
+    mask = ops.broadcast_to(mask_BT1, chosen.shape)
+    if n_valid is None:
+        n_valid = mask.sum()
+    td = (chosen - targets) * mask
+    loss = 0.5 * (td * td).sum() / n_valid
+    stats = ops.stack(
+        [ops.abs(td).sum() / n_valid, (chosen * mask).sum() / n_valid, (targets * mask).sum() / n_valid]
+    )
+    return loss, stats
 
 
 # ------------------------------------------------------------------------ chunked (truncated) BPTT
