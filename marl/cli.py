@@ -20,8 +20,12 @@ def train_main(prog: str, default_alg: str, description: str, argv: Sequence[str
 
     parser = build_arg_parser(prog, default_alg, description)
     args = parser.parse_args(argv)
-    cfg = config_from_args(args)  # with --resume: the run's saved config plus command-line overrides
-    return Trainer(cfg, resume=Path(args.resume) if args.resume else None).run()
+    try:  # bad input (keys, values, map names, settings a learner rejects) ends with one clear line
+        cfg = config_from_args(args)  # with --resume: the run's saved config plus command-line overrides
+        trainer = Trainer(cfg, resume=Path(args.resume) if args.resume else None)
+    except (ValueError, FileNotFoundError) as err:  # ConfigError is a ValueError
+        parser.error(str(err))
+    return trainer.run()
 
 
 def _check_compatible(trained: EnvInfo, now: EnvInfo) -> None:

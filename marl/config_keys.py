@@ -176,6 +176,7 @@ def check_ranges(cfg: Config) -> None:
         ("learner.lr", cfg.learner.lr > 0, "> 0"),
         ("learner.gamma", 0.0 <= cfg.learner.gamma <= 1.0, "in [0, 1]"),
         ("learner.td_lambda", 0.0 <= cfg.learner.td_lambda <= 1.0, "in [0, 1]"),
+        ("learner.time_bucket", cfg.learner.time_bucket >= 0, ">= 0 (0 = train on every slot)"),
         ("runner.batch_size_run", cfg.runner.batch_size_run >= 1, ">= 1"),
         ("exploration.epsilon_start", 0.0 <= cfg.exploration.epsilon_start <= 1.0, "in [0, 1]"),
         ("exploration.epsilon_finish", 0.0 <= cfg.exploration.epsilon_finish <= 1.0, "in [0, 1]"),

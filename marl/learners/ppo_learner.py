@@ -30,7 +30,7 @@ from marl.controllers.policy_controller import PolicyController
 from marl.envs.base import EnvInfo
 from marl.learners.optim import clip_grad_norm, make_optimizer
 from marl.learners.returns import RunningMeanStd, gae
-from marl.learners.targets import bucketed_slots, transition_mask
+from marl.learners.targets import bucketed_slots, check_time_bucket, transition_mask
 from marl.modules.policies import (
     ActorCritic,
     PolicyNet,
@@ -82,7 +82,7 @@ class PPOLearner:
             raise ValueError("need 0 <= gae_lambda <= 1, ppo_clip > 0 and value_clip >= 0")
         self.info, self.cfg = info, cfg
         self.t_slots = info.episode_limit + 1
-        bucketed_slots(np.ones((1, 2, 1)), 2, lc.time_bucket)  # checks learner.time_bucket early
+        check_time_bucket(lc.time_bucket)
         self.discrete = bool(info.discrete)
         critic_in = (info.state_shape if lc.critic == "central" else info.obs_shape) + (
             info.n_agents if a.obs_agent_id else 0

@@ -27,6 +27,7 @@ from marl.learners.optim import clip_grad_norm, make_optimizer
 from marl.learners.q_chunked import HYBRID_MAX_SLOTS, ChunkedBPTT, resolve_bptt_chunk
 from marl.learners.targets import (
     bucketed_slots,
+    check_time_bucket,
     lambda_return_matrices,
     make_bootstrap,
     masked_td_loss,
@@ -117,7 +118,7 @@ class QLearner(ChunkedBPTT):
         self.train_steps = 0
         self.last_target_update_episode = 0
         self._hard_update()
-        bucketed_slots(np.ones((1, 2, 1)), 2, lc.time_bucket)  # checks learner.time_bucket early
+        check_time_bucket(lc.time_bucket)
         self._lambda_consts: dict[int, tuple[ms.Tensor, ms.Tensor]] = {}
         self.bptt_chunk = resolve_bptt_chunk(
             lc.bptt_chunk, info.episode_limit, bool(getattr(self.nets.agent, "recurrent", False))

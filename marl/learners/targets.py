@@ -28,6 +28,12 @@ def transition_mask(filled_BT1: np.ndarray, terminated_BT1: np.ndarray) -> np.nd
     return mask
 
 
+def check_time_bucket(bucket: int) -> None:
+    """``learner.time_bucket`` must be a slot count >= 0 (0 = no bucketing)."""
+    if not isinstance(bucket, int) or bucket < 0:
+        raise ValueError(f"learner.time_bucket must be >= 0 (0 = no bucketing), got {bucket!r}")
+
+
 def bucketed_slots(filled_BT1: np.ndarray, t_slots: int, bucket: int) -> int:
     """Slots a whole-episode learner needs for a padded batch: its longest episode's filled slots rounded
     up to a multiple of ``bucket`` (at least 2, at most ``t_slots``); ``bucket = 0`` keeps all ``t_slots``.
@@ -35,8 +41,7 @@ def bucketed_slots(filled_BT1: np.ndarray, t_slots: int, bucket: int) -> int:
     Cutting the all-padding tail changes no loss, target or gradient (recurrent nets are causal and
     padding is masked), while a few static lengths keep the number of compiled graphs small.
     """
-    if bucket < 0:
-        raise ValueError(f"learner.time_bucket must be >= 0 (0 = no bucketing), got {bucket}")
+    check_time_bucket(bucket)
     if bucket == 0:
         return t_slots
     longest = int(np.asarray(filled_BT1)[..., 0].sum(axis=1).max())
