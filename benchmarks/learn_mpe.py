@@ -17,7 +17,6 @@ section (command, date, machine load, table) to ``--out``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import threading
@@ -30,24 +29,8 @@ sys.path.insert(0, str(ROOT))
 import marl.learners.pg_learner  # noqa: E402,F401  (registers "pg")
 import marl.learners.ppo_learner  # noqa: E402,F401  (registers "ppo")
 from marl.config import load_config  # noqa: E402
+from marl.logging.plots import read_scalars  # noqa: E402  (no MindSpore import)
 from marl.trainer import Trainer  # noqa: E402
-
-
-def read_log(path: Path) -> list[dict]:
-    """Records of a JSONL log (a partly written last line is skipped)."""
-    out = []
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                pass
-    return out
-
-
-def series(records: list[dict], key: str) -> dict[int, float]:
-    """``t -> value`` of one logged scalar."""
-    return {int(r["t"]): float(r["value"]) for r in records if r.get("key") == key and "value" in r}
 
 
 def watch(
@@ -64,7 +47,7 @@ def watch(
         hit = (
             stop_at_target
             and target is not None
-            and any(v >= target for v in series(read_log(run_dir / "log.jsonl"), metric).values())
+            and any(v >= target for _, v in read_scalars(run_dir / "log.jsonl").get(metric, []))
         )
         if hit or time.time() - t0 > budget_s:
             (run_dir / "stop").touch()
@@ -115,9 +98,10 @@ def main() -> None:
     trainer.run()
     done.set()
     wall = time.time() - wall0
-    recs = read_log(trainer.run_dir / "log.jsonl")
-    metric, times = series(recs, args.metric), series(recs, "time_s")
-    ret, win = series(recs, "test_return_mean"), series(recs, "test_win_rate")
+    scalars = read_scalars(trainer.run_dir / "log.jsonl")
+    metric, times, ret, win = (
+        dict(scalars.get(k, [])) for k in (args.metric, "time_s", "test_return_mean", "test_win_rate")
+    )
     ts = sorted(metric)
     first = next((t for t in ts if args.target is not None and metric[t] >= args.target), None)
     tail = [metric[t] for t in ts[-args.last :]]

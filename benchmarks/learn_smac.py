@@ -12,7 +12,6 @@ Writes a Markdown table (command, date, nproc) to ``benchmarks/results/learn_sma
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -20,24 +19,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-
-def read_log(path: Path) -> list[dict]:
-    """Records of a JSONL log (a partly written last line is skipped)."""
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            pass
-    return out
-
-
-def series(records: list[dict], key: str) -> list[tuple[int, float]]:
-    """(t, value) pairs of one logged key."""
-    return [(int(r["t"]), float(r["value"])) for r in records if r.get("key") == key]
+from marl.logging.plots import read_scalars  # noqa: E402  (no MindSpore import)
 
 
 def run_map(map_name: str, args: argparse.Namespace, overrides: list[str], results: Path) -> dict:
@@ -66,9 +50,9 @@ def run_map(map_name: str, args: argparse.Namespace, overrides: list[str], resul
     best = 0.0
     while proc.poll() is None:
         time.sleep(2.0)
-        records = read_log(run_dir / "log.jsonl")
-        wins = series(records, "test_win_rate")
-        times = dict(series(records, "time_s"))
+        scalars = read_scalars(run_dir / "log.jsonl")
+        wins = scalars.get("test_win_rate", [])
+        times = dict(scalars.get("time_s", []))
         if wins:
             best = max(best, max(v for _, v in wins))
         hit = next(((t, v) for t, v in wins if v >= args.target), None)
@@ -79,8 +63,7 @@ def run_map(map_name: str, args: argparse.Namespace, overrides: list[str], resul
             (run_dir / "stop").touch()  # out of wall-clock budget: the run saves and exits
     log_file.close()
     wall = time.time() - start
-    records = read_log(run_dir / "log.jsonl")
-    wins = series(records, "test_win_rate")
+    wins = read_scalars(run_dir / "log.jsonl").get("test_win_rate", [])
     final = wins[-1][1] if wins else float("nan")
     return {
         "map": map_name,

@@ -53,7 +53,7 @@ def summarize_run(
 ) -> RunResult:
     """From ``run_dir/log.jsonl``: the metric curve, its last value, the first t at or over ``threshold``."""
     log = Path(run_dir) / "log.jsonl"
-    curve = read_scalars(log).get(metric, []) if log.is_file() else []
+    curve = read_scalars(log).get(metric, [])
     curve = [(t, v) for t, v in curve if math.isfinite(v)]
     res = RunResult(map_name, seed, str(run_dir), curve)
     if curve:

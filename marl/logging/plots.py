@@ -18,8 +18,11 @@ PANELS: tuple[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], ...] = (
 
 
 def read_scalars(jsonl_path: str | Path) -> dict[str, list[tuple[int, float]]]:
-    """``key -> [(t, value), ...]`` sorted by t, from a JSONL log (lines without a value are skipped)."""
+    """``key -> [(t, value), ...]`` sorted by t, from a JSONL log (lines without a value are skipped; a log
+    not written yet has no scalars)."""
     series: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    if not Path(jsonl_path).is_file():
+        return {}
     with open(jsonl_path, encoding="utf-8") as fh:
         for line in fh:
             line = line.strip()
@@ -41,7 +44,7 @@ def plot_curves(jsonl_path: str | Path, png_path: str | Path, title: str | None 
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    series = read_scalars(jsonl_path) if Path(jsonl_path).is_file() else {}
+    series = read_scalars(jsonl_path)
     png_path = Path(png_path)
     png_path.parent.mkdir(parents=True, exist_ok=True)
     fig = Figure(figsize=(11, 4))
