@@ -91,25 +91,26 @@ def test_masks_terminated_vs_timeout() -> None:
     assert got[0, 2, 0] == pytest.approx(r[0, 2, 0], abs=1e-5)  # terminal: no bootstrap
 
 
-def test_optimizers_follow_torch_rules() -> None:
+@pytest.mark.parametrize("opt_name,eps", [("adam", 1e-8), ("adam", 0.5), ("rmsprop", 1e-5)])
+def test_optimizers_follow_torch_rules(opt_name: str, eps: float) -> None:
+    """Three steps against torch's update rules in NumPy (a large Adam eps checks where eps enters)."""
     w0 = np.array([0.5, -1.0, 2.0], np.float32)
-    for opt_name in ("adam", "rmsprop"):
-        p = ms.Parameter(ms.Tensor(w0.copy()), name=f"w_{opt_name}")
+    p = ms.Parameter(ms.Tensor(w0.copy()), name=f"w_{opt_name}")
+    if opt_name == "adam":
+        opt = TorchAdam([p], lr=0.1, eps=eps)
+    else:
+        opt = TorchRMSProp([p], lr=0.01, alpha=0.9, eps=eps)
+    w, m, v = w0.astype(np.float64), np.zeros(3), np.zeros(3)
+    for step in range(1, 4):
+        g = 2 * w + 1.0  # gradient of sum(w^2 + w)
+        opt((ms.Tensor((2 * p.asnumpy() + 1.0).astype(np.float32)),))
         if opt_name == "adam":
-            opt = TorchAdam([p], lr=0.1)
+            m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
+            w = w - 0.1 / (1 - 0.9**step) * m / (np.sqrt(v) / np.sqrt(1 - 0.999**step) + eps)
         else:
-            opt = TorchRMSProp([p], lr=0.01, alpha=0.9, eps=1e-5)
-        w, m, v = w0.astype(np.float64), np.zeros(3), np.zeros(3)
-        for step in range(1, 4):
-            g = 2 * w + 1.0  # gradient of sum(w^2 + w)
-            opt((ms.Tensor((2 * p.asnumpy() + 1.0).astype(np.float32)),))
-            if opt_name == "adam":
-                m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
-                w = w - 0.1 / (1 - 0.9**step) * m / (np.sqrt(v) / np.sqrt(1 - 0.999**step) + 1e-8)
-            else:
-                v = 0.9 * v + 0.1 * g * g
-                w = w - 0.01 * g / (np.sqrt(v) + 1e-5)
-            np.testing.assert_allclose(p.asnumpy(), w, rtol=1e-5, atol=1e-6)
+            v = 0.9 * v + 0.1 * g * g
+            w = w - 0.01 * g / (np.sqrt(v) + eps)
+        np.testing.assert_allclose(p.asnumpy(), w, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("mixer,opt", [("qmix", "adam"), ("vdn", "rmsprop")])

@@ -109,8 +109,8 @@ class ChunkedBPTT:
         bootstrap = make_bootstrap(nets.target_mixer, bool(lc.double_q))
 
         def forward(inputs_BCNI, h_MH, target_h_MH):
-            q_BCNA, h_MH = agent.unroll_from(inputs_BCNI, h_MH)
-            target_q_BCNA, target_h_MH = target_agent.unroll_from(inputs_BCNI, target_h_MH)
+            q_BCNA, h_MH = agent.unroll_from(inputs_BCNI, h_MH, need_grad=False)
+            target_q_BCNA, target_h_MH = target_agent.unroll_from(inputs_BCNI, target_h_MH, need_grad=False)
             return q_BCNA, target_q_BCNA, h_MH, target_h_MH
 
         def targets(q_BTNA, target_q_BTNA, avail_BTNA, reward_BT1, term_BT1, mask_BT1, state_BTS):

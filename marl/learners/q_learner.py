@@ -152,7 +152,7 @@ class QLearner(ChunkedBPTT):
             inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS, m_t, pow_vec
         ):
             q_BTNA = agent.unroll(inputs_BTNI)
-            target_q_BTNA = ops.stop_gradient(target_agent.unroll(inputs_BTNI))
+            target_q_BTNA = ops.stop_gradient(target_agent.unroll(inputs_BTNI, need_grad=False))
             chosen_BTN = ops.gather_elements(q_BTNA[:, :-1], 3, actions_BTN1).squeeze(3)
             chosen = mixer(chosen_BTN, state_BTS[:, :-1]) if mixer is not None else chosen_BTN
             target_max = bootstrap(q_BTNA, target_q_BTNA, avail_BTNA, state_BTS)
@@ -272,7 +272,7 @@ class QLearner(ChunkedBPTT):
         if self.bptt_chunk:  # chunked no-grad pass (a whole-episode unroll would be hundreds of steps)
             q_BTNA = self._forward_chunks(inputs, batch["filled"])[0]
         else:
-            q_BTNA = self.nets.agent.unroll(Tensor.from_numpy(inputs)).asnumpy()
+            q_BTNA = self.nets.agent.unroll(Tensor.from_numpy(inputs), need_grad=False).asnumpy()
         chosen_BTN = np.take_along_axis(q_BTNA[:, :-1], actions, axis=3)[..., 0]
         return chosen_BTN[mask[..., 0] > 0].reshape(-1)
 

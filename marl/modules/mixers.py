@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from marl.registry import register
 from marl.utils.ms import ms, nn, ops
 
@@ -59,15 +61,26 @@ class QMixer(nn.Cell):
         self.hyper_w_final = _hypernet(state_dim, embed_dim, hypernet_layers, hypernet_dim)
         self.hyper_b_1 = nn.Dense(state_dim, embed_dim)
         self.V = nn.SequentialCell(nn.Dense(state_dim, embed_dim), nn.ReLU(), nn.Dense(embed_dim, 1))
+        # Constant 0/1 matrices that turn the per-row products q^T W1 and hidden . w_final into 2-D
+        # matmuls (broadcast-multiply + ReduceSum over a middle axis was measured ~1.7x slower, fwd+grad).
+        eye = np.eye(embed_dim, dtype=np.float32)
+        self._repeat_q = ms.Tensor(np.repeat(np.eye(n_agents, dtype=np.float32), embed_dim, axis=1))
+        self._sum_agents = ms.Tensor(np.tile(eye, (n_agents, 1)))
+        self._sum_embed = ms.Tensor(np.ones((embed_dim, 1), np.float32))
+        self.matmul = ops.MatMul()
 
     def construct(self, q_BTN: ms.Tensor, state_BTS: ms.Tensor) -> ms.Tensor:
         b, t, n = q_BTN.shape
-        e = self.embed_dim
         s = state_BTS.reshape(b * t, self.state_dim)  # 2-D for every hypernet matmul
-        q = q_BTN.reshape(b * t, n, 1)
-        w1 = ops.abs(self.hyper_w_1(s)).reshape(b * t, n, e)
-        b1 = self.hyper_b_1(s)
-        hidden = ops.elu((q * w1).sum(axis=1) + b1)  # (BT, E): q^T W1 as broadcast-multiply + sum
-        w_final = ops.abs(self.hyper_w_final(s))
-        y = (hidden * w_final).sum(axis=1, keepdims=True) + self.V(s)
+        w1 = _abs(self.hyper_w_1(s))  # (BT, N*E), row-major (agent, embed)
+        q_rep = self.matmul(q_BTN.reshape(b * t, n), self._repeat_q)  # (BT, N*E): q_a repeated E times
+        hidden = ops.elu(self.matmul(q_rep * w1, self._sum_agents) + self.hyper_b_1(s))  # q^T W1 + b1
+        w_final = _abs(self.hyper_w_final(s))
+        y = self.matmul(hidden * w_final, self._sum_embed) + self.V(s)
         return y.reshape(b, t, 1)
+
+
+def _abs(x: ms.Tensor) -> ms.Tensor:
+    """``|x|`` as ``relu(x) + relu(-x)``: the same values and gradient (0 at 0), but fwd+grad measured
+    ~2.4x faster on CPU than ``ops.abs``, whose gradient kernel (Sign) is slow."""
+    return ops.relu(x) + ops.relu(-x)
