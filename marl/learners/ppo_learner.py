@@ -110,7 +110,7 @@ class PPOLearner:
         dist = self._dist
 
         def evaluate(actor_in, critic_in, avail, actions):
-            out = nets.actor.unroll(actor_in)
+            out = nets.actor.unroll(actor_in, need_grad=False)
             logp, _ = dist(out[:, :-1], avail[:, :-1], actions)
             return logp, nets.critic(critic_in)
 

@@ -40,8 +40,8 @@ class PolicyNet(nn.Cell):
         if not self.discrete:
             self.log_std = Parameter(Tensor(np.full((n_actions,), init_log_std, np.float32)), name="log_std")
 
-    def unroll(self, inputs_BTNI: ms.Tensor) -> ms.Tensor:
-        return self.agent.unroll(inputs_BTNI)
+    def unroll(self, inputs_BTNI: ms.Tensor, need_grad: bool = True) -> ms.Tensor:
+        return self.agent.unroll(inputs_BTNI, need_grad)
 
 
 class ValueNet(nn.Cell):
