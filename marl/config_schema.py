@@ -70,7 +70,7 @@ class LearnerConfig:
     batch_size: int = 128  # episodes per train step
     buffer_size: int = 5000  # episodes in the replay buffer
     use_jit: bool = True  # compile the train step with ms.jit
-    bptt_chunk: int = 0  # q_learner BPTT: 0 = auto (whole episode if episode_limit <= 100, else chunks
+    bptt_chunk: int = 0  # q_learner BPTT: 0 = auto (whole episode if episode_limit <= 200, else chunks
     #   of ~50 transitions: truncated BPTT, exact hidden states); -1 = whole episode; C > 0 = chunks of C
     time_bucket: int = 16  # q_learner (whole-episode BPTT), ppo, pg: train on the slots up to the batch's
     #   longest episode, rounded up to a multiple of this (each length compiles once; exact); 0 = all slots

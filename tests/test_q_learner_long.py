@@ -56,9 +56,10 @@ def test_resolve_bptt_chunk_auto_rule() -> None:
     assert resolve_bptt_chunk(0, 400, True) == AUTO_CHUNK == 50  # corridor, 2c_vs_64zg: 8 chunks of 50
     assert resolve_bptt_chunk(0, 300, True) == 50  # 2s_vs_1sc
     assert resolve_bptt_chunk(0, 250, True) == 50  # 3s_vs_5z
-    assert resolve_bptt_chunk(0, 180, True) == 45  # split evenly: 4 chunks of 45, not 50 + 50 + 50 + 30
-    assert resolve_bptt_chunk(0, 150, True) == 50  # 3s5z, MMM: whole-episode compile measured 205 CPU s
-    assert resolve_bptt_chunk(0, 120, True) == 40  # 8m, 2s3z
+    assert resolve_bptt_chunk(0, 220, True) == 44  # split evenly: 5 chunks of 44, not 4 x 50 + 20
+    assert resolve_bptt_chunk(0, 180, True) == 0  # 27m_vs_30m, MMM2: whole-episode compile ~37 CPU s at 201
+    assert resolve_bptt_chunk(0, 150, True) == 0  # 3s5z, MMM
+    assert resolve_bptt_chunk(0, 120, True) == 0  # 8m, 2s3z
     assert resolve_bptt_chunk(-1, 400, True) == 0
     assert resolve_bptt_chunk(7, 60, True) == 7
     assert resolve_bptt_chunk(7, 400, False) == 0  # a feed-forward agent has no time loop to cut
@@ -84,11 +85,11 @@ def test_auto_mode_trains_short_batches_on_the_whole_episode() -> None:
     """Auto mode on a long-limit map: a batch of short episodes takes the exact whole-episode step (same
     loss and gradient as bptt_chunk=-1); a batch holding a long episode takes the chunked one (same loss,
     truncated gradient)."""
-    info = EnvInfo(n_agents=2, n_actions=4, obs_shape=5, state_shape=6, episode_limit=120)
+    info = EnvInfo(n_agents=2, n_actions=4, obs_shape=5, state_shape=6, episode_limit=240)
     whole = QLearner(info, cfg(bptt_chunk=-1))
     auto = QLearner(info, cfg(bptt_chunk=0))
     auto.load_state_dict(whole.state_dict())
-    assert auto.bptt_chunk == 40 and auto.hybrid_slots == HYBRID_MAX_SLOTS
+    assert auto.bptt_chunk == 48 and auto.hybrid_slots == HYBRID_MAX_SLOTS
     short = make_batch(5, lengths=[30, 12, 47, 8], info=info)  # 48 filled slots -> 48
     long = make_batch(6, lengths=[30, 90, 47, 8], info=info)  # 91 -> 96 > 64: chunks
     assert not auto._use_chunks(short) and auto._use_chunks(long)

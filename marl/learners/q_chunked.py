@@ -1,8 +1,9 @@
 """Chunked truncated BPTT for the Q-learner on long episodes (``learner.bptt_chunk``, see
 :func:`resolve_bptt_chunk`).
 
-The whole-episode step unrolls the time loop at compile time, so compile time grows with ``T`` and ~500
-steps hit MindSpore's call-depth limit (benchmarks/results/long_episodes.md). Above
+The whole-episode step unrolls the time loop at compile time, so compile time grows with ``T``: with the
+hand-written GRU BPTT about 10 / 16 / 26 / 37 / 148 CPU s at T = 61 / 101 / 151 / 201 / 401, and time
+buckets compile each length once (benchmarks/results/long_episodes.md). Above
 ``WHOLE_EPISODE_MAX_LIMIT`` the learner switches to truncated BPTT in chunks of ``C`` transitions: a no-grad
 chunk-by-chunk pass gives both nets' Q-values and the exact hidden state at every chunk start; double-Q +
 TD(lambda) targets are computed over the whole episode from them; the loss then runs over the live chunks as
@@ -26,8 +27,9 @@ from marl.learners.targets import chunk_view, live_chunks, make_bootstrap, maske
 from marl.utils.ms import Tensor, jit, ms, nn, ops
 
 # Auto BPTT mode (learner.bptt_chunk = 0), chosen by measurement (benchmarks/results/long_episodes.md):
-# whole-episode BPTT up to this episode limit, chunks of about AUTO_CHUNK transitions above it.
-WHOLE_EPISODE_MAX_LIMIT = 100
+# whole-episode BPTT up to this episode limit (every SMAC map but corridor, 2c_vs_64zg, 2s_vs_1sc and
+# 3s_vs_5z), chunks of about AUTO_CHUNK transitions above it.
+WHOLE_EPISODE_MAX_LIMIT = 200
 AUTO_CHUNK = 50
 # Auto mode with chunks and time buckets: a batch whose bucketed length is at most this many slots (its
 # episodes are all short) still takes the exact whole-episode step, compiled at that length.
