@@ -6,8 +6,8 @@ written by hand instead of letting MindSpore differentiate the unrolled loop, be
 is bound by the number of kernels and small matmuls (see ``benchmarks/results/learner_step_levers.md``):
 
 * per step, autodiff emits four matmuls (``dh`` and ``dW`` for ``W_hr|W_hz`` and ``W_hn``) and a bias
-  gradient; here a step costs one ``(M, 3H) @ (3H, H)`` matmul and four element-wise kernels, and the
-  weight gradients are one ``(3H, T*M) @ (T*M, H)`` matmul after the loop;
+  gradient; here a step costs one ``(M, 3H) @ (3H, H)`` matmul and five small kernels (two adds, two
+  muls, a concat), and the weight gradients are one ``(3H, T*M) @ (T*M, H)`` matmul after the loop;
 * the derivative factors of the gates are computed once for all steps on ``(T, M, H)`` tensors;
 * the graph to compile is smaller (no autodiff of ``T`` unrolled steps).
 
