@@ -76,8 +76,8 @@ class TorchAdam(nn.Cell):
         self.exp_avg_sq = self.parameters.clone(prefix="exp_avg_sq", init="zeros")
         self.state_step = Parameter(ms.Tensor(np.zeros((1,), np.float32)), name="state_step",
                                     requires_grad=False)
-        self.lr, self.beta1, self.beta2, self.eps = float(lr), float(betas[0]), float(betas[1]), float(eps)
-        self.consts = [ms.Tensor(x, ms.float32) for x in (self.lr, self.beta1, self.beta2)]
+        self.beta1, self.beta2, self.eps = float(betas[0]), float(betas[1]), float(eps)
+        self.consts = [ms.Tensor(float(x), ms.float32) for x in (lr, betas[0], betas[1])]  # kernel inputs
         self.adam_op = ops.Adam()
         self.hyper_map = ops.HyperMap()
 

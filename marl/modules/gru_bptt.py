@@ -35,18 +35,29 @@ def gru_step(
     return cand + z * (h_MH - cand), rz, cand, hn  # cand + z (h - cand) == (1 - z) cand + z h
 
 
+def _scan(
+    gi_rz_TMG: ms.Tensor, gi_n_TMH: ms.Tensor, h0_MH: ms.Tensor, w_hh: ms.Tensor, b_n: ms.Tensor, save: bool
+) -> tuple[list, list, list, list]:
+    """The unrolled recurrence: lists of ``h``, and (``save``) of ``[r|z]``, ``n`` and ``W_hn h + b_hn``."""
+    hd = h0_MH.shape[1]
+    w_rz, w_n = w_hh[: 2 * hd], w_hh[2 * hd :]
+    gi_rz, gi_n = ops.unstack(gi_rz_TMG, 0), ops.unstack(gi_n_TMH, 0)
+    h, hs, rzs, ns, hns = h0_MH, [], [], [], []
+    for step in range(len(gi_rz)):  # unrolled at compile time (T is static)
+        h, rz, cand, hn = gru_step(h, gi_rz[step], gi_n[step], w_rz, w_n, b_n)
+        hs.append(h)
+        if save:
+            rzs.append(rz)
+            ns.append(cand)
+            hns.append(hn)
+    return hs, rzs, ns, hns
+
+
 def gru_forward(
     gi_rz_TMG: ms.Tensor, gi_n_TMH: ms.Tensor, h0_MH: ms.Tensor, w_hh: ms.Tensor, b_n: ms.Tensor
 ) -> ms.Tensor:
     """Hidden states ``(T, M, H)`` of the recurrence, for passes that need no gradient."""
-    hd = h0_MH.shape[1]
-    w_rz, w_n = w_hh[: 2 * hd], w_hh[2 * hd :]
-    gi_rz, gi_n = ops.unstack(gi_rz_TMG, 0), ops.unstack(gi_n_TMH, 0)
-    h, hs = h0_MH, []
-    for step in range(len(gi_rz)):  # unrolled at compile time (T is static)
-        h = gru_step(h, gi_rz[step], gi_n[step], w_rz, w_n, b_n)[0]
-        hs.append(h)
-    return ops.stack(hs, 0)
+    return ops.stack(_scan(gi_rz_TMG, gi_n_TMH, h0_MH, w_hh, b_n, save=False)[0], 0)
 
 
 class GRUSequence(nn.Cell):
@@ -71,17 +82,7 @@ class GRUSequence(nn.Cell):
         self.zeros_like = ops.ZerosLike()
 
     def construct(self, gi_rz_TMG, gi_n_TMH, h0_MH, w_hh, b_n):  # noqa: ANN001, ANN201, D102
-        hd = h0_MH.shape[1]
-        w_rz, w_n = w_hh[: 2 * hd], w_hh[2 * hd :]
-        gi_rz, gi_n = ops.unstack(gi_rz_TMG, 0), ops.unstack(gi_n_TMH, 0)
-        h, hs, rzs, ns, hns = h0_MH, [], [], [], []
-        for step in range(len(gi_rz)):
-            hprev = h
-            h, rz, cand, hn = gru_step(hprev, gi_rz[step], gi_n[step], w_rz, w_n, b_n)
-            hs.append(h)
-            rzs.append(rz)
-            ns.append(cand)
-            hns.append(hn)
+        hs, rzs, ns, hns = _scan(gi_rz_TMG, gi_n_TMH, h0_MH, w_hh, b_n, save=True)
         hprev_TMH = ops.stack([h0_MH] + hs[:-1], 0)
         return ops.stack(hs, 0), hprev_TMH, ops.stack(rzs, 0), ops.stack(ns, 0), ops.stack(hns, 0)
 
