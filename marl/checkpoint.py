@@ -1,25 +1,30 @@
-"""Atomic, pruned checkpoints of NumPy payloads (no MindSpore here: learners hand over NumPy arrays).
+"""Atomic, pruned, pickle-free checkpoints of NumPy payloads (no MindSpore here: learners hand over NumPy).
 
 A checkpoint is a folder ``run_dir/models/<t_env>/`` (and ``models/best/``) holding
 
-* ``arrays.npz``  – every ``np.ndarray`` leaf of the payload, keyed by its path (``"agent/fc1.weight"``);
-* ``meta.json``   – every JSON-able leaf (counters, the config dict, ...) plus ``_checkpoint`` bookkeeping;
-* ``objects.pkl`` – every other leaf (RNG states, tuples, NumPy scalars) and everything under ``"rng"``.
+* ``arrays.npz`` – every ``np.ndarray`` leaf and every NumPy scalar of the payload, keyed by its path
+  (``"agent/fc1.weight"``), read back with ``allow_pickle=False``;
+* ``meta.json``  – everything else (counters, the config dict, RNG states, ...) as JSON, with tags for
+  the values plain JSON cannot hold exactly (tuples, non-finite floats), plus ``_checkpoint``
+  bookkeeping: ``t_env``, ``metric``, ``saved_at``, the format version and the SHA-256 of ``arrays.npz``.
 
-:func:`load` merges the three back into the nested dict that was saved. A save writes into a hidden
-temporary folder, fsyncs every file and the folder, then renames it into place, so a crash mid-save
-leaves the previous checkpoint intact; leftovers of a crashed save are removed by the next Checkpointer.
+A checkpoint is data, never code: no pickle is written or read (a folder from an older version holding
+``objects.pkl`` is refused with a message). :func:`load` checks the digest, so a truncated or altered
+``arrays.npz`` is reported instead of loaded. :func:`load_latest` walks back to the newest intact
+checkpoint, naming every one it rejects and why. A save writes into a hidden temporary folder, fsyncs
+every file and the folder, then renames it into place, so a crash mid-save leaves the previous checkpoint
+intact; leftovers of a crashed save are removed by the next :class:`Checkpointer`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
-import pickle
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,68 +32,70 @@ import numpy as np
 
 MODELS = "models"
 BEST = "best"
+FORMAT = 2  # 1: the pickle-holding layout of marl 0.1 (refused)
 _TMP_PREFIX = ".tmp-"
 _OLD_PREFIX = ".old-"
-_ARRAYS, _META, _OBJECTS = "arrays.npz", "meta.json", "objects.pkl"
-_PICKLED_KEYS = ("rng",)  # top-level payload keys that are always pickled whole (exact types matter)
+_ARRAYS, _META, _LEGACY_PICKLE = "arrays.npz", "meta.json", "objects.pkl"
 _SEP = "/"
+_ARRAY, _SCALAR, _TUPLE, _FLOAT = "__array__", "__numpy_scalar__", "__tuple__", "__float__"
 
 
 class CheckpointError(RuntimeError):
-    """A checkpoint folder is missing or unreadable."""
+    """A checkpoint folder is missing, unreadable, corrupt or holds something a checkpoint may not."""
 
 
-def _split(payload: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any]]:
-    """Split a nested payload into (arrays by path, JSON tree, pickled objects by path)."""
+# --------------------------------------------------------------------------------------------- codec
+def _encode(payload: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Split a nested payload into (arrays by path, JSON tree): arrays and NumPy scalars become
+    references into ``arrays.npz``; tuples and non-finite floats become tagged JSON objects."""
     arrays: dict[str, np.ndarray] = {}
-    objects: dict[str, Any] = {}
 
-    def walk(node: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-        tree: dict[str, Any] = {}
-        for key, value in node.items():
-            if not isinstance(key, str) or _SEP in key or not key:
-                raise CheckpointError(f"payload keys must be non-empty strings without '/', got {key!r}")
-            path = prefix + key
-            if not prefix and key in _PICKLED_KEYS:
-                objects[path] = value
-            elif isinstance(value, np.ndarray):
-                arrays[path] = value
-            elif isinstance(value, Mapping):
-                tree[key] = walk(value, path + _SEP)
-            elif _json_exact(value):
-                tree[key] = value
-            else:
-                objects[path] = value
-        return tree
+    def enc(v: Any, path: str) -> Any:
+        if isinstance(v, (np.ndarray, np.generic)):
+            arr = np.asarray(v)
+            if arr.dtype == object:
+                raise CheckpointError(f"{path}: object arrays cannot be saved (they would need a pickle)")
+            arrays[path] = arr
+            return {_SCALAR if isinstance(v, np.generic) else _ARRAY: path}
+        if isinstance(v, Mapping):
+            out = {}
+            for key, x in v.items():
+                if not isinstance(key, str) or _SEP in key or not key or key.startswith("__"):
+                    raise CheckpointError(f"payload keys must be non-empty strings without '/', got {key!r}")
+                out[key] = enc(x, f"{path}{_SEP}{key}" if path else key)
+            return out
+        if isinstance(v, float) and not math.isfinite(v):
+            return {_FLOAT: repr(v)}
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return v
+        if isinstance(v, (list, tuple)):
+            items = [enc(x, f"{path}{_SEP}{i}") for i, x in enumerate(v)]
+            return {_TUPLE: items} if isinstance(v, tuple) else items
+        raise CheckpointError(f"{path}: a {type(v).__name__} cannot be saved in a checkpoint (data only)")
 
-    return arrays, walk(payload, ""), objects
-
-
-def _json_exact(value: Any) -> bool:
-    """True when ``value`` survives a JSON round trip unchanged (tuples and NumPy scalars do not)."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return True
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, list):
-        return all(_json_exact(v) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, str) and _json_exact(v) for k, v in value.items())
-    return False
+    return arrays, enc(payload, "")
 
 
-def _insert(tree: dict[str, Any], path: str, value: Any) -> None:
-    parts = path.split(_SEP)
-    for p in parts[:-1]:
-        tree = tree.setdefault(p, {})
-    tree[parts[-1]] = value
+def _decode(node: Any, arrays: Mapping[str, np.ndarray]) -> Any:
+    """Inverse of :func:`_encode`."""
+    if isinstance(node, list):
+        return [_decode(x, arrays) for x in node]
+    if not isinstance(node, dict):
+        return node
+    if len(node) == 1:
+        (tag, val), = node.items()
+        if tag == _ARRAY:
+            return arrays[val]
+        if tag == _SCALAR:
+            return arrays[val][()]
+        if tag == _TUPLE:
+            return tuple(_decode(x, arrays) for x in val)
+        if tag == _FLOAT:
+            return float(val)
+    return {k: _decode(v, arrays) for k, v in node.items()}
 
 
-def _fsync_file(path: Path) -> None:
-    with open(path, "rb") as fh:
-        os.fsync(fh.fileno())
-
-
+# ---------------------------------------------------------------------------------------------- files
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -97,17 +104,27 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def write_checkpoint(folder: Path, payload: Mapping[str, Any], t_env: int, metric: float | None) -> None:
-    """Write the three payload files into ``folder`` (which must exist) and fsync them."""
-    arrays, tree, objects = _split(payload)
-    np.savez(folder / _ARRAYS, **arrays)
-    with open(folder / _OBJECTS, "wb") as fh:
-        pickle.dump(objects, fh, protocol=pickle.HIGHEST_PROTOCOL)
-    meta = {"_checkpoint": {"t_env": int(t_env), "metric": metric, "saved_at": time.time()}, "tree": tree}
+    """Write ``arrays.npz`` and ``meta.json`` into ``folder`` (which must exist) and fsync them."""
+    arrays, tree = _encode(payload)
+    with open(folder / _ARRAYS, "wb") as fh:
+        np.savez(fh, **arrays)
+        fh.flush()
+        os.fsync(fh.fileno())
+    book = {"t_env": int(t_env), "metric": metric, "saved_at": time.time(), "format": FORMAT}
+    book["arrays_sha256"] = _sha256(folder / _ARRAYS)
     with open(folder / _META, "w", encoding="utf-8") as fh:
-        json.dump(meta, fh)
-    for name in (_ARRAYS, _OBJECTS, _META):
-        _fsync_file(folder / name)
+        json.dump({"_checkpoint": book, "tree": tree}, fh, allow_nan=False)
+        fh.flush()
+        os.fsync(fh.fileno())
     _fsync_dir(folder)
 
 
@@ -126,23 +143,39 @@ def _replace_dir(tmp: Path, final: Path) -> None:
 def load(path: str | Path) -> dict[str, Any]:
     """Load a checkpoint folder back into the nested payload dict that was saved.
 
-    The result also holds ``"_checkpoint"``: ``{"t_env", "metric", "saved_at", "path"}``.
+    The result also holds ``"_checkpoint"``: ``{"t_env", "metric", "saved_at", "path", "nonfinite"}``,
+    where ``nonfinite`` lists the float arrays holding NaN or inf (empty for a healthy checkpoint).
+    Raises :class:`CheckpointError` naming the file and the reason when the folder is not intact.
     """
     folder = Path(path)
     if not (folder / _META).is_file():
+        raise CheckpointError(f"{folder} is not a checkpoint folder (no {_META}); see its models/")
+    try:
+        with open(folder / _META, encoding="utf-8") as fh:
+            meta = json.load(fh)
+        book, tree = meta["_checkpoint"], meta["tree"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(f"{folder / _META}: unreadable ({type(exc).__name__}: {exc})") from exc
+    if book.get("format", 1) < FORMAT or (folder / _LEGACY_PICKLE).exists():
         raise CheckpointError(
-            f"{folder} is not a checkpoint folder (no {_META}); use latest(run_dir) to find one"
+            f"{folder}: written by an older marl with a pickle ({_LEGACY_PICKLE}); it is not loaded because "
+            "unpickling can run code. Re-train, or load it with that older marl and save again."
         )
-    with open(folder / _META, encoding="utf-8") as fh:
-        meta = json.load(fh)
-    payload: dict[str, Any] = meta["tree"]
-    with np.load(folder / _ARRAYS, allow_pickle=False) as npz:
-        for name in npz.files:
-            _insert(payload, name, npz[name])
-    with open(folder / _OBJECTS, "rb") as fh:
-        for name, value in pickle.load(fh).items():
-            _insert(payload, name, value)
-    payload["_checkpoint"] = {**meta["_checkpoint"], "path": str(folder)}
+    if not (folder / _ARRAYS).is_file():
+        raise CheckpointError(f"{folder / _ARRAYS}: missing")
+    if _sha256(folder / _ARRAYS) != book.get("arrays_sha256"):
+        raise CheckpointError(f"{folder / _ARRAYS}: corrupt (its SHA-256 differs from the one in {_META})")
+    try:
+        with np.load(folder / _ARRAYS, allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"{folder / _ARRAYS}: unreadable ({exc})") from exc
+    try:
+        payload: dict[str, Any] = _decode(tree, arrays)
+    except KeyError as exc:
+        raise CheckpointError(f"{folder / _ARRAYS}: no array {exc} that {_META} refers to") from exc
+    nonfinite = [n for n, a in arrays.items() if a.dtype.kind == "f" and not np.isfinite(a).all()]
+    payload["_checkpoint"] = {**book, "path": str(folder), "nonfinite": nonfinite}
     return payload
 
 
@@ -156,7 +189,7 @@ def periodic(run_dir: str | Path) -> list[Path]:
 
 
 def latest(run_dir: str | Path) -> Path | None:
-    """The newest complete periodic checkpoint of ``run_dir`` (``None`` when there is none)."""
+    """The newest complete periodic checkpoint folder of ``run_dir`` (``None`` when there is none)."""
     found = periodic(run_dir)
     return found[-1] if found else None
 
@@ -165,6 +198,35 @@ def best(run_dir: str | Path) -> Path | None:
     """The best-metric checkpoint of ``run_dir`` (``None`` when there is none)."""
     folder = Path(run_dir) / MODELS / BEST
     return folder if (folder / _META).is_file() else None
+
+
+def load_latest(run_dir: str | Path, report: Callable[[str], None] = print) -> dict[str, Any]:
+    """The newest *intact* periodic checkpoint of ``run_dir``, walking back past corrupt ones.
+
+    Every rejected folder is reported (path and reason); a checkpoint with non-finite arrays is loaded
+    but reported too. Raises :class:`CheckpointError` when none is intact.
+    """
+    rejected = []
+    for folder in reversed(periodic(run_dir)):
+        try:
+            payload = load(folder)
+        except CheckpointError as exc:
+            rejected.append(str(exc))
+            report(f"[checkpoint] skipping {exc}")
+            continue
+        warn_nonfinite(payload, report)
+        return payload
+    where = Path(run_dir) / MODELS
+    detail = ("; rejected: " + " | ".join(rejected)) if rejected else ""
+    raise CheckpointError(f"no intact checkpoint under {where}{detail}")
+
+
+def warn_nonfinite(payload: Mapping[str, Any], report: Callable[[str], None] = print) -> None:
+    """Report a loaded checkpoint whose arrays hold NaN or inf (its weights are unusable)."""
+    bad = payload["_checkpoint"].get("nonfinite") or []
+    if bad:
+        shown = ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+        report(f"[checkpoint] warning: {payload['_checkpoint']['path']} holds non-finite values in {shown}")
 
 
 class Checkpointer:
@@ -179,11 +241,14 @@ class Checkpointer:
         self.save_best = save_best
         self.models.mkdir(parents=True, exist_ok=True)
         self._recover()
-        best_dir = best(self.run_dir)
         self.best_metric: float | None = None
+        best_dir = best(self.run_dir)
         if best_dir is not None:
-            with open(best_dir / _META, encoding="utf-8") as fh:
-                self.best_metric = json.load(fh)["_checkpoint"]["metric"]
+            try:
+                with open(best_dir / _META, encoding="utf-8") as fh:
+                    self.best_metric = json.load(fh)["_checkpoint"]["metric"]
+            except (OSError, ValueError, KeyError) as exc:  # a corrupt best/ is replaced by the next best
+                print(f"[checkpoint] ignoring unreadable {best_dir / _META}: {exc}")
 
     def _recover(self) -> None:
         """Remove temp folders of crashed saves; restore a final folder a crash left swapped out."""

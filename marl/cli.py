@@ -5,46 +5,54 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from marl import registry
+from marl.checkpoint import CheckpointError, load, load_latest, warn_nonfinite
 from marl.config import build_arg_parser, config_from_args, config_from_dict
 from marl.envs.base import EnvInfo
+from marl.run_folder import RunFolderError
+
+# Bad input of any kind ends in one usage line (exit 2): config keys and values, names the registry does
+# not know, map and Gymnasium ids, run folders, checkpoints that do not fit.
+USAGE_ERRORS = (ValueError, KeyError, FileNotFoundError, RunFolderError, CheckpointError)
+
+
+def _message(err: BaseException) -> str:
+    return str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
 
 
 def train_main(prog: str, default_alg: str, description: str, argv: Sequence[str] | None = None) -> Path:
-    """Parse the shared training CLI (``--map --alg --seed --resume key=value``) and train."""
-    from marl.trainer import Trainer
+    """Parse the shared training CLI (``--map --alg --seed --resume key=value``) and train.
+
+    Exit codes: 0 done (t_max or the stop file), 2 bad input (nothing written), 130/143 stopped by
+    SIGINT/SIGTERM after saving a checkpoint, 1 stopped by a non-finite update (nothing saved).
+    """
+    from marl.trainer import RunStopped, Trainer
 
     parser = build_arg_parser(prog, default_alg, description)
     args = parser.parse_args(argv)
-    try:  # bad input (keys, values, map names, settings a learner rejects) ends with one clear line
+    try:  # everything is validated before the run folder is written
         cfg = config_from_args(args)  # with --resume: the run's saved config plus command-line overrides
         trainer = Trainer(cfg, resume=Path(args.resume) if args.resume else None)
-    except (ValueError, FileNotFoundError) as err:  # ConfigError is a ValueError
-        parser.error(str(err))
-    return trainer.run()
-
-
-def _check_compatible(trained: EnvInfo, now: EnvInfo) -> None:
-    keys = ("n_agents", "n_actions", "obs_shape", "state_shape")
-    bad = [
-        f"{k}: trained {getattr(trained, k)}, now {getattr(now, k)}"
-        for k in keys
-        if getattr(trained, k) != getattr(now, k)
-    ]
-    if bad:
-        raise SystemExit("the checkpoint does not fit this environment (" + "; ".join(bad) + ")")
+    except USAGE_ERRORS as err:  # ConfigError is a ValueError
+        parser.error(_message(err))
+    try:
+        return trainer.run()
+    except RunStopped as stop:
+        print(f"[run] {stop}", file=sys.stderr)
+        raise SystemExit(stop.exit_code) from None
 
 
 def evaluate_main(argv: Sequence[str] | None = None) -> dict[str, float]:
     """Greedy evaluation of a checkpoint; prints and returns the win rate and mean return."""
     from marl.buffers import Scheme
-    from marl.checkpoint import latest, load
     from marl.runners import RolloutStats
     from marl.trainer import flatten_arrays, make_env_fn
+    from marl.trainer_state import check_same_env
     from marl.utils import ms as msu
 
     p = argparse.ArgumentParser(
@@ -65,12 +73,12 @@ def evaluate_main(argv: Sequence[str] | None = None) -> dict[str, float]:
         p.error("--episodes and --envs must be >= 1")
 
     path = Path(args.checkpoint)
-    if (path / "models").is_dir():
-        found = latest(path)
-        if found is None:
-            p.error(f"no checkpoint under {path / 'models'}")
-        path = found
-    payload = load(path)
+    try:  # a run folder: its newest intact checkpoint; a checkpoint folder: exactly that one
+        payload = load_latest(path) if (path / "models").is_dir() else load(path)
+    except CheckpointError as err:
+        p.error(str(err))
+    warn_nonfinite(payload)
+    path = Path(payload["_checkpoint"]["path"])
     cfg = config_from_dict(payload["meta"]["config"])
     env_changes = {}
     if args.map_name:
@@ -83,7 +91,10 @@ def evaluate_main(argv: Sequence[str] | None = None) -> dict[str, float]:
     probe = env_fn(0)
     info = probe.env_info()
     probe.close()
-    _check_compatible(EnvInfo.from_dict(payload["meta"]["env_info"]), info)
+    try:
+        check_same_env(EnvInfo.from_dict(payload["meta"]["env_info"]), info, f"evaluate {path}")
+    except ValueError as err:
+        p.error(str(err))
 
     learner = registry.build("learner", cfg.learner.name, info=info, cfg=cfg)
     learner.load_state_dict(flatten_arrays(payload["arrays"]))

@@ -146,8 +146,16 @@ def _build(flat: Mapping[str, Any]) -> Config:
 
 # -------------------------------------------------------------------------------------------- loading
 def _read_yaml(path: Path) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as fh:
-        data = yaml.safe_load(fh)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except yaml.YAMLError as exc:  # one line: where and what, not a traceback
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or exc
+        raise ConfigError(f"{path}:{where} is not valid YAML ({problem})") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     if data is None:
         return {}
     if not isinstance(data, Mapping):

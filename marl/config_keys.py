@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import typing
 from collections.abc import Mapping
 from typing import Any
@@ -173,7 +174,10 @@ def check_ranges(cfg: Config) -> None:
         ("t_max", cfg.t_max >= 1, ">= 1"),
         ("learner.batch_size", cfg.learner.batch_size >= 1, ">= 1"),
         ("learner.buffer_size", cfg.learner.buffer_size >= cfg.learner.batch_size, ">= learner.batch_size"),
-        ("learner.lr", cfg.learner.lr > 0, "> 0"),
+        ("learner.lr", 0 < cfg.learner.lr < math.inf, "> 0 and finite"),
+        ("learner.critic_lr", 0 < cfg.learner.critic_lr < math.inf, "> 0 and finite"),
+        ("learner.grad_norm_clip", math.isfinite(cfg.learner.grad_norm_clip), "finite (<= 0: no clipping)"),
+        ("learner.on_nonfinite", cfg.learner.on_nonfinite in ("stop", "skip"), "'stop' or 'skip'"),
         ("learner.gamma", 0.0 <= cfg.learner.gamma <= 1.0, "in [0, 1]"),
         ("learner.td_lambda", 0.0 <= cfg.learner.td_lambda <= 1.0, "in [0, 1]"),
         ("learner.time_bucket", cfg.learner.time_bucket >= 0, ">= 0 (0 = train on every slot)"),
@@ -182,7 +186,12 @@ def check_ranges(cfg: Config) -> None:
         ("exploration.epsilon_finish", 0.0 <= cfg.exploration.epsilon_finish <= 1.0, "in [0, 1]"),
         ("exploration.epsilon_anneal_time", cfg.exploration.epsilon_anneal_time >= 0, ">= 0"),
         ("checkpoint.keep_last", cfg.checkpoint.keep_last >= 1, ">= 1"),
-        ("log.test_nepisode", cfg.log.test_nepisode >= 0, ">= 0"),
+        ("log.test_nepisode", cfg.log.test_nepisode >= 0, ">= 0 (0 = no greedy test phases)"),
+        ("log.log_interval", cfg.log.log_interval >= 1, ">= 1 env step"),
+        ("log.test_interval", cfg.log.test_interval >= 1, ">= 1 env step"),
+        ("log.histogram_interval", cfg.log.histogram_interval >= 1, ">= 1 env step"),
+        ("checkpoint.save_interval", cfg.checkpoint.save_interval >= 0, ">= 0 (0 = only at the end)"),
+        ("learner.target_update_interval", cfg.learner.target_update_interval >= 1, ">= 1 episode"),
         ("ms_threads", cfg.ms_threads >= 1, ">= 1"),
     ]
     for key, ok, allowed in checks:

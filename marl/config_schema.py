@@ -70,6 +70,7 @@ class LearnerConfig:
     batch_size: int = 128  # episodes per train step
     buffer_size: int = 5000  # episodes in the replay buffer
     use_jit: bool = True  # compile the train step with ms.jit
+    on_nonfinite: str = "stop"  # NaN/inf loss or gradient (the update is never applied): stop | skip
     bptt_chunk: int = 0  # q_learner BPTT: 0 = auto (whole episode if episode_limit <= 200, else chunks
     #   of ~50 transitions: truncated BPTT, exact hidden states); -1 = whole episode; C > 0 = chunks of C
     time_bucket: int = 16  # q_learner (whole-episode BPTT), ppo, pg: train on the slots up to the batch's
@@ -135,6 +136,7 @@ class CheckpointConfig:
     save_interval: int = 100_000  # env steps between periodic saves (0 = only at the end)
     keep_last: int = 3
     save_best: bool = True  # also keep the best test-win-rate (or test-return) model
+    save_buffer: bool = False  # also save the replay buffer and every RNG stream: exact resume, big files
 
 
 @dataclass(frozen=True)

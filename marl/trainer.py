@@ -10,6 +10,8 @@ are atomic).
 from __future__ import annotations
 
 import math
+import shutil
+import signal
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -19,11 +21,23 @@ import numpy as np
 
 from marl import registry
 from marl.buffers import EpisodeBatch, ReplayBuffer, Scheme
-from marl.checkpoint import Checkpointer, latest, load
+from marl.checkpoint import Checkpointer, latest, load_latest
 from marl.config import Config, config_from_dict, config_to_dict, dump_config
 from marl.envs.base import EnvInfo, MultiAgentEnv
 from marl.logging import Logger
+from marl.run_folder import RunLock, create_run_dir, default_run_name
 from marl.runners import RolloutStats
+from marl.signals import StopSignals, exit_code
+from marl.trainer_state import (  # nest/flatten re-exported: checkpoints' learner-state layout
+    STOP_FILE,
+    buffer_state,
+    check_same_env,
+    env_rng_states,
+    flatten_arrays,
+    nest_arrays,
+    restore_buffer,
+    set_env_rng_states,
+)
 
 
 def make_env_fn(cfg: Config, seed_offset: int = 0) -> EnvFactory:
@@ -47,29 +61,6 @@ class EnvFactory:
         )
 
 
-def nest_arrays(flat: dict[str, np.ndarray]) -> dict[str, Any]:
-    """``{"a/b": x}`` → ``{"a": {"b": x}}``: learner state keys use ``/``, the checkpoint's own separator."""
-    tree: dict[str, Any] = {}
-    for key, value in flat.items():
-        *parents, leaf = key.split("/")
-        node = tree
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    return tree
-
-
-def flatten_arrays(tree: dict[str, Any], prefix: str = "") -> dict[str, np.ndarray]:
-    """Inverse of :func:`nest_arrays`."""
-    flat: dict[str, np.ndarray] = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            flat.update(flatten_arrays(value, f"{prefix}{key}/"))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
 def probe_env_info(cfg: Config) -> EnvInfo:
     """Build one env, read its :class:`EnvInfo`, close it."""
     env = make_env_fn(cfg)(0)
@@ -80,9 +71,12 @@ def probe_env_info(cfg: Config) -> EnvInfo:
 
 
 def default_run_dir(cfg: Config) -> Path:
-    """``results_dir/<run_name>`` (default name: alg_map_seed_timestamp)."""
-    name = cfg.run_name or f"{cfg.alg}_{cfg.env.map_name}_seed{cfg.seed}_{time.strftime('%Y%m%d-%H%M%S')}"
-    return Path(cfg.results_dir) / name
+    """``results_dir/<run_name>`` (default name: alg_map_seed_timestamp with microseconds)."""
+    return Path(cfg.results_dir) / (cfg.run_name or default_run_name(cfg.alg, cfg.env.map_name, cfg.seed))
+
+
+class NonFiniteError(RuntimeError):
+    """A train step produced a NaN/inf loss or gradient and ``learner.on_nonfinite`` is ``stop``."""
 
 
 class Trainer:
@@ -94,6 +88,10 @@ class Trainer:
     ``log.histogram_interval`` steps), and ``on_policy``: off-policy learners (QMIX, MADDPG, DQN, ...) train
     on episodes sampled from the replay buffer after every rollout; on-policy learners (PPO, policy gradient)
     train once on every ``learner.batch_size`` freshly collected episodes, which are then discarded.
+
+    Construction validates everything (config, environment, networks, a resumed checkpoint's shapes)
+    before it writes anything; only then is the run folder created (or, on resume, locked and its logs
+    rewound to the checkpoint).
     """
 
     def __init__(self, cfg: Config | None, run_dir: Path | None = None, resume: Path | None = None) -> None:
@@ -101,21 +99,18 @@ class Trainer:
 
         payload = None
         if resume is not None:
-            ckpt = latest(Path(resume))
-            if ckpt is None:
-                raise FileNotFoundError(f"--resume {resume}: no checkpoint under {Path(resume) / 'models'}")
-            payload = load(ckpt)
+            resume = Path(resume)
+            if not (resume / "models").is_dir():
+                raise FileNotFoundError(f"--resume {resume}: not a run folder (no models/ inside)")
+            payload = load_latest(resume)
             if cfg is None:  # else: the caller's config (the saved one plus command-line overrides)
                 cfg = config_from_dict(payload["meta"]["config"])
-            run_dir = Path(resume)
-            print(f"[resume] {ckpt} (t_env={payload['meta']['t_env']})")
         self.cfg = cfg
-        self.run_dir = Path(run_dir) if run_dir is not None else default_run_dir(cfg)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        dump_config(cfg, self.run_dir / "config.yaml")
         msu.setup(threads=cfg.ms_threads, seed=cfg.seed)
-
+        # -- everything below is validation and building: nothing is written before the folder step --
         self.info = probe_env_info(cfg)
+        if payload is not None:
+            check_same_env(EnvInfo.from_dict(payload["meta"]["env_info"]), self.info, f"--resume {resume}")
         self.scheme = Scheme(self.info)
         self.learner = registry.build("learner", cfg.learner.name, info=self.info, cfg=cfg)
         self.on_policy = bool(getattr(self.learner, "on_policy", False))
@@ -123,23 +118,52 @@ class Trainer:
         self.fresh: list[EpisodeBatch] = []  # on-policy: episodes collected since the last update
         self.controller = self.learner.make_controller(seed=cfg.seed)
         self.rng = np.random.default_rng(cfg.seed)
-        self.t_env = self.episode = self.train_steps = 0
+        self.t_env = self.episode = self.train_steps = self.nonfinite_skips = 0
         self.last = {"test": -math.inf, "log": 0, "save": 0, "hist": 0}
         self.best_metric = -math.inf
         if payload is not None:
+            print(f"[resume] {payload['_checkpoint']['path']} (t_env={payload['meta']['t_env']})")
             self._restore(payload)
         self.controller.load_weights(self.learner.actor_weights())
-        offset = self.episode  # fresh env seeds after a resume
+        offset = 0 if payload is not None and "envs" in payload else self.episode  # fresh seeds on resume
         self.runner = registry.build(
-            "runner",
-            cfg.runner.name,
-            env_fn=make_env_fn(cfg, offset),
-            scheme=self.scheme,
-            controller=self.controller,
-            cfg=cfg,
+            "runner", cfg.runner.name, env_fn=make_env_fn(cfg, offset), scheme=self.scheme,
+            controller=self.controller, cfg=cfg,
         )
-        self.logger = Logger(self.run_dir, cfg, cfg.t_max, console=True, mindinsight=cfg.log.mindinsight)
-        self.checkpointer = Checkpointer(self.run_dir, cfg.checkpoint.keep_last, cfg.checkpoint.save_best)
+        if payload is not None and "envs" in payload:
+            set_env_rng_states(self.runner, payload["envs"])
+        # -- the folder: created (fresh run) or locked and rewound (resume) --
+        fresh = resume is None
+        try:
+            self.run_dir = resume if resume is not None else self._new_folder(run_dir)
+            self.lock = RunLock(self.run_dir).acquire()
+        except BaseException:
+            self.runner.close()
+            raise
+        try:
+            stale = self.run_dir / STOP_FILE
+            if stale.exists():
+                stale.unlink()
+                print(f"[run] removed the stop file {stale} left by an earlier stop")
+            dump_config(cfg, self.run_dir / "config.yaml")
+            rewind = int(payload["meta"]["t_env"]) if payload is not None else None
+            self.logger = Logger(
+                self.run_dir, cfg, cfg.t_max, console=True, mindinsight=cfg.log.mindinsight, rewind_to=rewind
+            )
+            self.checkpointer = Checkpointer(self.run_dir, cfg.checkpoint.keep_last, cfg.checkpoint.save_best)
+        except BaseException:
+            self.lock.release()
+            self.runner.close()
+            if fresh and not latest(self.run_dir):
+                shutil.rmtree(self.run_dir, ignore_errors=True)  # a failed launch leaves no stray folder
+            raise
+
+    def _new_folder(self, run_dir: Path | None) -> Path:
+        cfg = self.cfg
+        if run_dir is not None:
+            return create_run_dir(Path(run_dir).parent, Path(run_dir).name, explicit=True)
+        name = cfg.run_name or default_run_name(cfg.alg, cfg.env.map_name, cfg.seed)
+        return create_run_dir(cfg.results_dir, name, explicit=bool(cfg.run_name))
 
     # -- checkpoints -----------------------------------------------------------------------------
     def _payload(self) -> dict[str, Any]:
@@ -153,19 +177,34 @@ class Trainer:
             "env_info": self.info.as_dict(),
         }
         rng = {"trainer": self.rng.bit_generator.state, "controller": self.controller.rng.bit_generator.state}
-        return {"arrays": nest_arrays(self.learner.state_dict()), "meta": meta, "rng": rng}
+        payload = {"arrays": nest_arrays(self.learner.state_dict()), "meta": meta, "rng": rng}
+        if self.cfg.checkpoint.save_buffer:  # exact resume: the data and every env's random stream
+            payload["buffer"] = buffer_state(self.buffer, self.fresh)
+            states = env_rng_states(self.runner)
+            if states is not None:
+                payload["envs"] = states
+        return payload
 
     def _restore(self, payload: dict[str, Any]) -> None:
         meta = payload["meta"]
-        self.learner.load_state_dict(flatten_arrays(payload["arrays"]))
+        try:
+            self.learner.load_state_dict(flatten_arrays(payload["arrays"]))
+        except (KeyError, ValueError, RuntimeError, TypeError) as exc:
+            raise ValueError(
+                f"the checkpoint {payload['_checkpoint']['path']} does not fit this configuration ({exc}); "
+                "overrides that change network shapes or the algorithm cannot be resumed"
+            ) from exc
         self.t_env, self.episode, self.train_steps = meta["t_env"], meta["episode"], meta["train_steps"]
         self.last = dict(meta["last"])
         self.best_metric = meta["best_metric"]
         self.rng.bit_generator.state = payload["rng"]["trainer"]
         self.controller.rng.bit_generator.state = payload["rng"]["controller"]
+        if "buffer" in payload:
+            self.fresh = restore_buffer(self.buffer, self.scheme, payload["buffer"])
 
     def save(self, metric: float | None = None) -> Path:
-        """Write a checkpoint of everything needed to resume (not the replay buffer)."""
+        """Write a checkpoint of everything needed to resume (the replay buffer with
+        ``checkpoint.save_buffer``)."""
         return self.checkpointer.save(self.t_env, self._payload(), metric)
 
     # -- phases ----------------------------------------------------------------------------------
@@ -192,7 +231,9 @@ class Trainer:
             batch = self.buffer.sample(n, self.rng)
         out = self.learner.train(batch, self.t_env, self.episode)
         self.train_steps += 1
-        self.controller.load_weights(self.learner.actor_weights())
+        weights = self.learner.actor_weights()
+        self._check_finite(out, weights)
+        self.controller.load_weights(weights)
         histograms = getattr(self.learner, "histograms", None)  # optional: distributions for MindInsight
         if histograms is not None and self.t_env - self.last["hist"] >= self.cfg.log.histogram_interval:
             self.last["hist"] = self.t_env
@@ -200,54 +241,93 @@ class Trainer:
                 self.logger.log_histogram(key, values, self.t_env)
         return out
 
+    def _check_finite(self, out: dict[str, float], weights: dict[str, np.ndarray]) -> None:
+        """``learner.on_nonfinite``: the learners never apply a non-finite gradient (``clip_and_apply``);
+        here the trainer stops the run (``stop``) or counts the skipped step (``skip``)."""
+        bad = {k: v for k, v in out.items() if not math.isfinite(v)}
+        bad_w = [k for k, w in weights.items() if not np.isfinite(w).all()]
+        if not bad and not bad_w:
+            return
+        what = ", ".join(f"{k}={v}" for k, v in bad.items()) or f"non-finite weights in {', '.join(bad_w)}"
+        where = f"train step {self.train_steps} (t_env={self.t_env})"
+        if self.cfg.learner.on_nonfinite == "stop" or bad_w:
+            raise NonFiniteError(
+                f"non-finite values at {where}: {what}; the update was not applied. The run stops without "
+                "saving, so models/ keeps its last good checkpoints. Lower learner.lr (or clip harder), or "
+                "set learner.on_nonfinite=skip to skip such steps."
+            )
+        self.nonfinite_skips += 1
+        self.logger.log("nonfinite_skips", self.nonfinite_skips, self.t_env)
+        if self.nonfinite_skips == 1 or self.nonfinite_skips % 100 == 0:
+            print(f"[run] skipped a non-finite update at {where}: {what} ({self.nonfinite_skips} so far)")
+
     def run(self) -> Path:
-        """Train until ``t_max`` (or a stop request); returns the run folder."""
-        cfg, log = self.cfg, self.logger
-        stop_file = self.run_dir / "stop"
+        """Train until ``t_max`` or a stop request (a signal, the stop file); returns the run folder.
+
+        A first SIGINT/SIGTERM ends the run after the current phase with a checkpoint and the curves, then
+        raises :class:`RunInterrupted` (the CLI exits 130/143); a second one aborts at once.
+        """
+        cfg = self.cfg
+        stop_file = self.run_dir / STOP_FILE
         window = RolloutStats()
         train_out: dict[str, float] = {}
         t0, t_env0, reason = time.time(), self.t_env, "t_max reached"
         print(f"[run] {self.run_dir}  env info: {self.info}")
+        signals = StopSignals()
         try:
-            while self.t_env < cfg.t_max:
-                batch, stats = self.runner.run(self.t_env, test_mode=False)
-                self.t_env += int(sum(stats.lengths))
-                self.episode += len(stats.lengths)
-                window.extend(stats)
-                train_out = self._learn(batch) or train_out
-                if self.t_env - self.last["test"] >= cfg.log.test_interval:
-                    self.last["test"] = self.t_env
-                    test = self._test()
-                    test["time_s"] = time.time() - t0  # wall-clock since the start of this process's run
-                    for k, v in test.items():
-                        log.log(k, v, self.t_env)
-                    log.plot()  # the learning-curve PNG stays current during the run
-                    if cfg.checkpoint.save_best:
-                        metric = test["test_win_rate"] if self._has_battles() else test["test_return_mean"]
-                        if metric > self.best_metric:
-                            self.best_metric = metric
-                            self.save(metric)
-                if self.t_env - self.last["log"] >= cfg.log.log_interval:
-                    self.last["log"] = self.t_env
-                    self._log_window(window, train_out, t0, t_env0)
-                    window = RolloutStats()
-                if (
-                    cfg.checkpoint.save_interval
-                    and self.t_env - self.last["save"] >= cfg.checkpoint.save_interval
-                ):
-                    self.last["save"] = self.t_env
-                    self.save()
-                if stop_file.exists():
-                    reason = f"stop file {stop_file}"
-                    break
-        except KeyboardInterrupt:
-            reason = "interrupted (Ctrl-C)"
+            with signals:
+                while self.t_env < cfg.t_max and not signals.requested:
+                    batch, stats = self.runner.run(self.t_env, test_mode=False)
+                    self.t_env += int(sum(stats.lengths))
+                    self.episode += len(stats.lengths)
+                    window.extend(stats)
+                    train_out = self._learn(batch) or train_out
+                    signals.reassert()  # a compile in the learner step re-installs MindSpore's SIGINT handler
+                    if cfg.log.test_nepisode and self.t_env - self.last["test"] >= cfg.log.test_interval:
+                        self._test_phase(t0)
+                    if self.t_env - self.last["log"] >= cfg.log.log_interval:
+                        self.last["log"] = self.t_env
+                        self._log_window(window, train_out, t0, t_env0)
+                        window = RolloutStats()
+                    every = cfg.checkpoint.save_interval
+                    if every and self.t_env - self.last["save"] >= every:
+                        self.last["save"] = self.t_env
+                        self.save()
+                    if stop_file.exists():
+                        reason = f"stop file {stop_file}"
+                        stop_file.unlink(missing_ok=True)  # consumed: a later --resume runs on
+                        break
+                if signals.requested:
+                    reason = f"{signal.Signals(signals.signum).name} received"
+                self._finish(reason)
+        except NonFiniteError as exc:
+            self._close()
+            raise RunStopped(str(exc), exit_code=1) from None
+        except KeyboardInterrupt:  # a second signal: abandon at once; saves are atomic
+            self._close(plot=False)
+            raise RunStopped("stopped by a second signal; the last complete checkpoint is intact",
+                             exit_code=exit_code(signals.signum or signal.SIGINT)) from None
         except BaseException:
             # A crash: keep the last good checkpoint as it is (no save from a possibly broken state).
             self._close()
             raise
-        self._finish(reason)
+        if signals.requested:
+            raise RunStopped(f"{reason}; checkpoint saved", exit_code=exit_code(signals.signum))
         return self.run_dir
+
+    def _test_phase(self, t0: float) -> None:
+        cfg, log = self.cfg, self.logger
+        self.last["test"] = self.t_env
+        test = self._test()
+        test["time_s"] = time.time() - t0  # wall-clock since the start of this process's run
+        for k, v in test.items():
+            log.log(k, v, self.t_env)
+        log.plot()  # the learning-curve PNG stays current during the run
+        if cfg.checkpoint.save_best:
+            metric = test["test_win_rate"] if self._has_battles() else test["test_return_mean"]
+            if metric > self.best_metric:
+                self.best_metric = metric
+                self.save(metric)
 
     def _has_battles(self) -> bool:
         return any("battles_game" in s for s in self.runner.env_stats())
@@ -270,10 +350,19 @@ class Trainer:
         finally:
             self._close()
 
-    def _close(self) -> None:
+    def _close(self, plot: bool = True) -> None:
         self.runner.close()
-        self.logger.close()
+        self.logger.close(plot=plot)
+        self.lock.release()
         print(f"[run] results in {self.run_dir}")
+
+
+class RunStopped(RuntimeError):
+    """The run ended early: by a signal (exit 130/143, checkpoint saved) or a non-finite step (exit 1)."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def train(cfg: Config, resume: Path | None = None) -> Path:

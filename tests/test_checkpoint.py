@@ -52,7 +52,7 @@ def test_round_trip_keeps_arrays_types_and_rng_state(tmp_path: Path) -> None:
     payload = make_payload(1000)
     path = Checkpointer(tmp_path).save(1000, payload)
     assert path == tmp_path / "models" / "1000"
-    assert {p.name for p in path.iterdir()} == {"arrays.npz", "meta.json", "objects.pkl"}
+    assert {p.name for p in path.iterdir()} == {"arrays.npz", "meta.json"}  # no pickle
     loaded = load(path)
     meta = loaded.pop("_checkpoint")
     assert meta["t_env"] == 1000 and meta["metric"] is None and meta["path"] == str(path)
@@ -72,14 +72,14 @@ def test_failure_mid_save_keeps_previous_checkpoint(tmp_path: Path, monkeypatch:
     saver = Checkpointer(tmp_path)
     saver.save(100, make_payload(100))
 
-    real_dump = ckpt.pickle.dump
+    real_dump = ckpt.json.dump
 
     def dump_then_fail(obj: object, fh: object, **kw: object) -> None:
-        real_dump(obj, fh, **kw)  # arrays.npz and objects.pkl are on disk when the "crash" happens
-        raise OSError("disk full")
+        real_dump(obj, fh, **kw)  # arrays.npz and part of meta.json are on disk when the "crash" happens
+        raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(ckpt.pickle, "dump", dump_then_fail)
-    with pytest.raises(OSError, match="disk full"):
+    monkeypatch.setattr(ckpt.json, "dump", dump_then_fail)
+    with pytest.raises(OSError, match="No space left"):
         saver.save(200, make_payload(200))
     monkeypatch.undo()
     assert latest(tmp_path) == tmp_path / "models" / "100"

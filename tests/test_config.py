@@ -203,7 +203,7 @@ def test_arg_parser_and_resume(tmp_path: Path, capsys: pytest.CaptureFixture[str
     dump_config(cfg, run)
     resumed = config_from_args(parser.parse_args(["--resume", str(run), "t_max=3000000"]))
     assert resumed.t_max == 3_000_000 and resumed.learner.lr == pytest.approx(5e-4) and resumed.seed == 5
-    with pytest.raises(ConfigError, match="--map 3m conflicts"):
+    with pytest.raises(ConfigError, match="--map 3m differs from the resumed run"):
         config_from_args(parser.parse_args(["--resume", str(run), "--map", "3m"]))
     with pytest.raises(SystemExit):
         parser.parse_args(["--help"])

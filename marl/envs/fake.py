@@ -56,6 +56,14 @@ class FakeSmacEnv(MultiAgentEnv):
         self.stats = {"battles_won": 0, "battles_game": 0, "battles_draw": 0, "timeouts": 0, "restarts": 0}
         self.reset()
 
+    def get_rng_state(self) -> dict[str, Any]:
+        """The env's random-stream state (for exact resume)."""
+        return self.rng.bit_generator.state
+
+    def set_rng_state(self, state: dict[str, Any]) -> None:
+        """Continue the random stream saved by :meth:`get_rng_state`."""
+        self.rng.bit_generator.state = state
+
     # -- episode ---------------------------------------------------------------------------------
     def reset(self, seed: int | None = None) -> tuple[list[np.ndarray], np.ndarray]:
         if seed is not None:

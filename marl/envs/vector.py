@@ -77,6 +77,18 @@ class SyncVectorEnv:
         """Call ``method`` on env ``row`` (e.g. ``save_replay``)."""
         return getattr(self.envs[row], method)(*args)
 
+    def rng_states(self) -> list[Any] | None:
+        """Every env's random-stream state (exact resume), or None if an env cannot tell it."""
+        if not all(hasattr(env, "get_rng_state") for env in self.envs):
+            return None
+        states = [env.get_rng_state() for env in self.envs]
+        return None if any(s is None for s in states) else states
+
+    def set_rng_states(self, states: Sequence[Any]) -> None:
+        """Restore :meth:`rng_states`."""
+        for env, state in zip(self.envs, states, strict=True):
+            env.set_rng_state(state)
+
     def close(self) -> None:
         for env in self.envs:
             env.close()

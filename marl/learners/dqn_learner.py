@@ -29,7 +29,7 @@ from marl.buffers.episode import EpisodeBatch
 from marl.config_schema import Config
 from marl.controllers.mac import MultiAgentController, build_agent_inputs, input_dim
 from marl.envs.base import EnvInfo
-from marl.learners.optim import clip_grad_norm, make_optimizer
+from marl.learners.optim import clip_and_apply, make_optimizer
 from marl.learners.q_learner import QNets
 from marl.learners.transitions import TransitionUpdates
 from marl.learners.transitions import n_updates as n_updates  # re-exported (older imports)
@@ -176,8 +176,7 @@ class DQNLearner(TransitionUpdates):
 
         def train_step(x_MNI, next_x_MNI, next_avail_MNA, actions_MN1, reward_M1, term_M1):
             (loss, stats), grads = grad_fn(x_MNI, next_x_MNI, next_avail_MNA, actions_MN1, reward_M1, term_M1)
-            grads, grad_norm = clip_grad_norm(grads, clip)
-            optimizer(grads)
+            grad_norm = clip_and_apply(optimizer, grads, clip)
             out = ops.concat([loss.reshape(1), stats, grad_norm.reshape(1)])
             if tau > 0.0:  # after the optimizer (ordered by the side-effect chain)
                 out = ops.depend(out, polyak(pairs, tau))

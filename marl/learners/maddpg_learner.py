@@ -29,7 +29,7 @@ from marl.controllers.deterministic_controller import DeterministicController
 from marl.controllers.mac import build_agent_inputs, input_dim
 from marl.envs.base import EnvInfo
 from marl.learners.dqn_learner import make_target_update, polyak, target_pairs
-from marl.learners.optim import clip_grad_norm, make_optimizer
+from marl.learners.optim import clip_and_apply, make_optimizer
 from marl.learners.transitions import TransitionUpdates
 from marl.registry import build, register
 from marl.utils.ms import (
@@ -198,11 +198,9 @@ class MADDPGLearner(TransitionUpdates):
 
         def train_step(*arrays):
             (c_loss, stats), c_grads = critic_grad(*arrays)
-            c_grads, c_norm = clip_grad_norm(c_grads, clip)
-            critic_opt(c_grads)
+            c_norm = clip_and_apply(critic_opt, c_grads, clip)
             a_loss, a_grads = actor_grad(*arrays)
-            a_grads, a_norm = clip_grad_norm(a_grads, clip)
-            actor_opt(a_grads)
+            a_norm = clip_and_apply(actor_opt, a_grads, clip)
             out = ops.concat(
                 [c_loss.reshape(1), a_loss.reshape(1), stats, c_norm.reshape(1), a_norm.reshape(1)]
             )

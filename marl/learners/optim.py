@@ -112,3 +112,13 @@ def clip_grad_norm(grads: tuple[ms.Tensor, ...], max_norm: float) -> tuple[tuple
         return grads, norm
     coef = ops.clamp(max_norm / (norm + 1e-6), max=1.0)
     return tuple(g * coef for g in grads), norm
+
+
+def clip_and_apply(optimizer: nn.Cell, grads: tuple[ms.Tensor, ...], max_norm: float) -> ms.Tensor:
+    """Clip ``grads`` (:func:`clip_grad_norm`) and apply them with ``optimizer`` only when their norm is
+    finite, so a NaN/inf loss or gradient never reaches the weights or the optimizer state (the trainer
+    then stops or skips, ``learner.on_nonfinite``). Returns the unclipped norm (non-finite = skipped)."""
+    grads, norm = clip_grad_norm(grads, max_norm)
+    if ops.isfinite(norm):  # graph-mode control flow, as MindSpore's own loss-scale cells skip overflow
+        optimizer(grads)
+    return norm

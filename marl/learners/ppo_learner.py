@@ -28,7 +28,7 @@ from marl.config_schema import Config
 from marl.controllers.mac import build_agent_inputs, input_dim
 from marl.controllers.policy_controller import PolicyController
 from marl.envs.base import EnvInfo
-from marl.learners.optim import clip_grad_norm, make_optimizer
+from marl.learners.optim import clip_and_apply, make_optimizer
 from marl.learners.returns import RunningMeanStd, gae
 from marl.learners.targets import bucketed_slots, check_time_bucket, transition_mask
 from marl.modules.policies import (
@@ -145,8 +145,7 @@ class PPOLearner:
                 for x in (actor_in, critic_in, avail, actions, old_logp, adv, ret, old_v, mask)
             ]
             (loss, stats), grads = grad_fn(*mb)
-            grads, grad_norm = clip_grad_norm(grads, max_norm)
-            optimizer(grads)
+            grad_norm = clip_and_apply(optimizer, grads, max_norm)
             return ops.concat([loss.reshape(1), stats, grad_norm.reshape(1)])
 
         if lc.use_jit:

@@ -22,7 +22,7 @@ import numpy as np
 from marl.buffers.episode import EpisodeBatch
 from marl.config_schema import Config
 from marl.envs.base import EnvInfo
-from marl.learners.optim import clip_grad_norm
+from marl.learners.optim import clip_and_apply
 from marl.learners.targets import chunk_view, live_chunks, make_bootstrap, masked_td_loss, td_lambda_targets
 from marl.utils.ms import Tensor, jit, ms, nn, ops
 
@@ -128,9 +128,7 @@ class ChunkedBPTT:
         grad_fn = ms.value_and_grad(loss_fn, None, weights=self.params, has_aux=True)
 
         def apply(*grads):  # varargs: a tuple argument of tensors would be a constant (recompiles)
-            grads, grad_norm = clip_grad_norm(grads, clip)
-            optimizer(grads)
-            return grad_norm
+            return clip_and_apply(optimizer, grads, clip)
 
         fns = (forward, targets, grad_fn, apply)
         return tuple(jit(f) for f in fns) if lc.use_jit else fns

@@ -23,7 +23,7 @@ from marl.buffers.episode import EpisodeBatch
 from marl.config_schema import Config
 from marl.controllers.mac import MultiAgentController, build_agent_inputs, input_dim
 from marl.envs.base import EnvInfo
-from marl.learners.optim import clip_grad_norm, make_optimizer
+from marl.learners.optim import clip_and_apply, make_optimizer
 from marl.learners.q_chunked import HYBRID_MAX_SLOTS, ChunkedBPTT, resolve_bptt_chunk
 from marl.learners.targets import (
     bucketed_slots,
@@ -169,8 +169,7 @@ class QLearner(ChunkedBPTT):
             (loss, stats), grads = grad_fn(
                 inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS, m_t, pow_vec
             )
-            grads, grad_norm = clip_grad_norm(grads, clip)
-            optimizer(grads)
+            grad_norm = clip_and_apply(optimizer, grads, clip)
             return ops.concat([loss.reshape(1), stats, grad_norm.reshape(1)])
 
         return (jit(train_step) if lc.use_jit else train_step), grad_fn

@@ -4,7 +4,8 @@ Files in the run folder:
 
 * ``log.jsonl``  – one JSON object per line: ``{"t", "key", "value", "time"}`` for scalars,
   ``{"t", "key", "hist": {...}}`` for histogram summaries, ``{"key", "text"}`` for text (the config);
-  appended to, so a resumed run continues the same file;
+  appended to, so a resumed run continues the same file (first cut back to the checkpoint's ``t_env``,
+  ``rewind_to``, so that every series stays monotonic);
 * ``events.out.events.summary.*`` – MindInsight summary (written in the run folder itself, because
   MindInsight only looks one folder deep below ``--summary-base-dir``: with ``results/`` as the base,
   every run folder is one train job);
@@ -26,6 +27,7 @@ from marl.config import Config, config_to_dict
 from marl.logging.console import Console
 from marl.logging.mindinsight import SummarySink
 from marl.logging.plots import plot_curves
+from marl.run_folder import rewind_logs
 
 LOG_FILE = "log.jsonl"
 CURVES_FILE = "curves.png"
@@ -42,9 +44,11 @@ class Logger:
         console: bool = True,
         mindinsight: bool = True,
         summary_dir: str | Path | None = None,
+        rewind_to: int | None = None,
     ) -> None:
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        kept = rewind_logs(self.run_dir, rewind_to) if rewind_to is not None else []
         self.t_max = int(t_max)
         self.latest: dict[str, float] = {}
         self._jsonl = open(self.run_dir / LOG_FILE, "a", encoding="utf-8")  # closed in close()
@@ -52,6 +56,9 @@ class Logger:
         self._pending_t: int | None = None  # console: scalars of one t are printed together
         self._pending: dict[str, float] = {}
         self._summary = SummarySink(summary_dir or self.run_dir) if mindinsight else None
+        if self._summary is not None:  # a resumed run's fresh event file holds the kept history too
+            for rec in kept:
+                self._summary.scalar(rec["key"], float(rec["value"]), int(rec["t"]))
         self._closed = False
         if cfg is not None:
             self.log_text("config", yaml.safe_dump(config_to_dict(cfg), sort_keys=False))

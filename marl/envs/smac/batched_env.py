@@ -309,6 +309,14 @@ class BatchedSmacVectorEnv:
             out.append(Transition(float(reward[r]), bool(term[r]), i, nxt[k]))
         return out
 
+    def rng_states(self) -> list[int]:
+        """Every row's engine random-stream state (for exact resume)."""
+        return [int(x) for x in self.env.engine.rng]
+
+    def set_rng_states(self, states: Sequence[int]) -> None:
+        """Restore :meth:`rng_states`."""
+        self.env.engine.rng[:] = np.asarray(states, dtype=np.uint64)
+
     def get_stats(self) -> list[dict[str, Any]]:
         """``get_stats()`` of every row."""
         return [self.env.env_stats(e) for e in range(self.n_envs)]
