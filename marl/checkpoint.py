@@ -83,7 +83,7 @@ def _decode(node: Any, arrays: Mapping[str, np.ndarray]) -> Any:
     if not isinstance(node, dict):
         return node
     if len(node) == 1:
-        (tag, val), = node.items()
+        ((tag, val),) = node.items()
         if tag == _ARRAY:
             return arrays[val]
         if tag == _SCALAR:

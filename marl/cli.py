@@ -34,7 +34,7 @@ def train_main(prog: str, default_alg: str, description: str, argv: Sequence[str
     from marl.trainer import RunStopped, Trainer
 
     parser = build_arg_parser(prog, default_alg, description)
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # key=value may come before and after the flags
     try:  # everything is validated before the run folder is written
         cfg = config_from_args(args)  # with --resume: the run's saved config plus command-line overrides
         trainer = Trainer(cfg, resume=Path(args.resume) if args.resume else None)

@@ -77,13 +77,23 @@ def build_arg_parser(
 
 
 # Each flag and the config key it sets. A flag and a ``key=value`` naming the same setting must agree.
-FLAG_KEYS = {"--map": "env.map_name", "--alg": "alg", "--env": "env.name", "--seed": "seed",
-             "--results-dir": "results_dir"}
+FLAG_KEYS = {
+    "--map": "env.map_name",
+    "--alg": "alg",
+    "--env": "env.name",
+    "--seed": "seed",
+    "--results-dir": "results_dir",
+}
 
 
 def _flag_values(args: argparse.Namespace) -> dict[str, str]:
-    given = {"--map": args.map, "--alg": args.alg, "--env": args.env, "--seed": args.seed,
-             "--results-dir": args.results_dir}
+    given = {
+        "--map": args.map,
+        "--alg": args.alg,
+        "--env": args.env,
+        "--seed": args.seed,
+        "--results-dir": args.results_dir,
+    }
     return {flag: str(v) for flag, v in given.items() if v is not None}
 
 
@@ -112,11 +122,19 @@ def config_from_args(args: argparse.Namespace) -> Config:
     config_dir = Path(getattr(args, "config_dir", CONFIG_DIR))
     if args.resume:
         saved = load_saved_config(args.resume)
-        fixed = {"env.map_name": saved.env.map_name, "alg": saved.alg, "env.name": saved.env.name,
-                 "seed": saved.seed, "run_name": saved.run_name}
+        fixed = {
+            "env.map_name": saved.env.map_name,
+            "alg": saved.alg,
+            "env.name": saved.env.name,
+            "seed": saved.seed,
+            "run_name": saved.run_name,
+        }
         named = [(f"{flag} {v}", FLAG_KEYS[flag], v) for flag, v in flags.items()]
-        named += [(raw, resolve_key(k, f"command line {raw}"), v)
-                  for raw in overrides for k, v in [parse_override(raw)]]
+        named += [
+            (raw, resolve_key(k, f"command line {raw}"), v)
+            for raw in overrides
+            for k, v in [parse_override(raw)]
+        ]
         for what, key, value in named:
             if key == "results_dir":
                 raise ConfigError(f"--resume {args.resume}: {what} cannot move a run (its folder is fixed)")

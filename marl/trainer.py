@@ -121,14 +121,19 @@ class Trainer:
         self.t_env = self.episode = self.train_steps = self.nonfinite_skips = 0
         self.last = {"test": -math.inf, "log": 0, "save": 0, "hist": 0}
         self.best_metric = -math.inf
+        self._closed = False
         if payload is not None:
             print(f"[resume] {payload['_checkpoint']['path']} (t_env={payload['meta']['t_env']})")
             self._restore(payload)
         self.controller.load_weights(self.learner.actor_weights())
         offset = 0 if payload is not None and "envs" in payload else self.episode  # fresh seeds on resume
         self.runner = registry.build(
-            "runner", cfg.runner.name, env_fn=make_env_fn(cfg, offset), scheme=self.scheme,
-            controller=self.controller, cfg=cfg,
+            "runner",
+            cfg.runner.name,
+            env_fn=make_env_fn(cfg, offset),
+            scheme=self.scheme,
+            controller=self.controller,
+            cfg=cfg,
         )
         if payload is not None and "envs" in payload:
             set_env_rng_states(self.runner, payload["envs"])
@@ -305,8 +310,10 @@ class Trainer:
             raise RunStopped(str(exc), exit_code=1) from None
         except KeyboardInterrupt:  # a second signal: abandon at once; saves are atomic
             self._close(plot=False)
-            raise RunStopped("stopped by a second signal; the last complete checkpoint is intact",
-                             exit_code=exit_code(signals.signum or signal.SIGINT)) from None
+            raise RunStopped(
+                "stopped by a second signal; the last complete checkpoint is intact",
+                exit_code=exit_code(signals.signum or signal.SIGINT),
+            ) from None
         except BaseException:
             # A crash: keep the last good checkpoint as it is (no save from a possibly broken state).
             self._close()
@@ -351,6 +358,9 @@ class Trainer:
             self._close()
 
     def _close(self, plot: bool = True) -> None:
+        if self._closed:
+            return
+        self._closed = True
         self.runner.close()
         self.logger.close(plot=plot)
         self.lock.release()

@@ -46,8 +46,11 @@ def flatten_arrays(tree: dict[str, Any], prefix: str = "") -> dict[str, np.ndarr
 
 def check_same_env(trained: EnvInfo, now: EnvInfo, what: str) -> None:
     """Refuse an environment whose sizes differ from the checkpoint's (``what`` names the action)."""
-    bad = [f"{k}: trained {getattr(trained, k)}, now {getattr(now, k)}" for k in ENV_KEYS
-           if getattr(trained, k) != getattr(now, k)]
+    bad = [
+        f"{k}: trained {getattr(trained, k)}, now {getattr(now, k)}"
+        for k in ENV_KEYS
+        if getattr(trained, k) != getattr(now, k)
+    ]
     if bad:
         raise ValueError(f"{what}: the checkpoint does not fit this environment ({'; '.join(bad)})")
 

@@ -1,0 +1,210 @@
+"""Faults a run must survive (in-process): non-finite updates, corrupt and untrusted checkpoints,
+concurrent writers, interrupted-and-resumed runs (exact with ``checkpoint.save_buffer``), log rewind.
+Signals and command-line input are in ``test_faults_cli.py``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from marl.checkpoint import Checkpointer, CheckpointError, latest, load, load_latest, periodic
+from marl.cli import evaluate_main
+from marl.config import load_config
+from marl.run_folder import RunFolderError, RunLock, create_run_dir, default_run_name
+from marl.trainer import RunStopped, Trainer, flatten_arrays, nest_arrays
+
+TINY = [
+    "learner.batch_size=8",
+    "learner.buffer_size=32",
+    "runner.batch_size_run=2",
+    "log.log_interval=100",
+    "log.test_interval=200",
+    "log.test_nepisode=2",
+    "checkpoint.save_interval=100",
+    "checkpoint.keep_last=5",
+    "agent.hidden_dim=16",
+    "mixer.embed_dim=8",
+    "mixer.hypernet_dim=16",
+]
+
+
+def _cfg(tmp_path: Path, *extra: str, alg: str = "qmix") -> object:
+    return load_config(alg, env="fake", overrides=[*TINY, f"results_dir={tmp_path}", "run_name=r", *extra])
+
+
+def _digests(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _series(run_dir: Path, key: str) -> list[tuple[int, float]]:
+    recs = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
+    return [(r["t"], r["value"]) for r in recs if r.get("key") == key and "value" in r]
+
+
+def test_nonfinite_update_stops_without_touching_checkpoints(tmp_path):
+    run_dir = Trainer(_cfg(tmp_path, "t_max=300")).run()
+    before = _digests(run_dir / "models")
+    assert len(periodic(run_dir)) >= 2
+    cfg = load_config(
+        base=load(latest(run_dir))["meta"]["config"], overrides=["t_max=5000", "learner.lr=1e30"]
+    )
+    trainer = Trainer(cfg, resume=run_dir)
+    with pytest.raises(RunStopped, match="non-finite values at train step") as stop:
+        trainer.run()
+    assert stop.value.exit_code == 1 and "learner.on_nonfinite=skip" in str(stop.value)
+    after = _digests(run_dir / "models")
+    assert before.items() <= after.items()  # every earlier checkpoint kept, unchanged
+    for folder in periodic(run_dir):  # and none written holds a NaN or inf
+        assert load(folder)["_checkpoint"]["nonfinite"] == [], folder
+    for w in trainer.learner.actor_weights().values():  # the non-finite update was never applied
+        assert np.isfinite(w).all()
+
+
+def test_nonfinite_skip_mode_trains_on_with_finite_weights(tmp_path):
+    cfg = _cfg(tmp_path, "t_max=600", "learner.lr=1e30", "learner.on_nonfinite=skip")
+    trainer = Trainer(cfg)
+    run_dir = trainer.run()
+    skips = _series(run_dir, "nonfinite_skips")
+    assert skips and skips[-1][1] >= 1
+    payload = load(latest(run_dir))
+    assert payload["meta"]["t_env"] >= 600 and payload["_checkpoint"]["nonfinite"] == []
+
+
+def test_corrupt_latest_checkpoint_falls_back_and_names_the_file(tmp_path):
+    run_dir = Trainer(_cfg(tmp_path, "t_max=300")).run()
+    folders = periodic(run_dir)
+    newest, older = folders[-1], folders[-2]
+    (newest / "arrays.npz").write_bytes((newest / "arrays.npz").read_bytes()[:100])  # truncated
+    with pytest.raises(CheckpointError, match="corrupt"):
+        load(newest)
+    said: list[str] = []
+    payload = load_latest(run_dir, report=said.append)
+    assert payload["_checkpoint"]["path"] == str(older)
+    assert any(str(newest / "arrays.npz") in line and "corrupt" in line for line in said)
+    (older / "meta.json").write_text("{not json")
+    said.clear()
+    assert load_latest(run_dir, report=said.append)["_checkpoint"]["path"] == str(folders[-3])
+    assert len(said) == 2 and "meta.json" in said[1]
+    result = evaluate_main(["--checkpoint", str(run_dir), "--episodes", "2", "--envs", "1"])
+    assert result["episodes"] == 2  # evaluate.py falls back the same way
+    resumed = Trainer(load_config(base=load(folders[-3])["meta"]["config"]), resume=run_dir)
+    assert resumed.t_env == int(folders[-3].name)
+    resumed.run()
+
+
+def test_checkpoint_holds_no_pickle_and_refuses_one(tmp_path):
+    run_dir = Trainer(_cfg(tmp_path, "t_max=200")).run()
+    ckpt = latest(run_dir)
+    assert sorted(p.name for p in ckpt.iterdir()) == ["arrays.npz", "meta.json"]
+    with np.load(ckpt / "arrays.npz", allow_pickle=False) as npz:  # every array loads without pickle
+        assert all(npz[name].dtype != object for name in npz.files)
+    rng = load(ckpt)["rng"]["trainer"]
+    assert rng["bit_generator"] == "PCG64"  # RNG states are plain JSON
+    # a planted pickle is never executed: the folder is refused
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            return (Path.touch, (marker,))
+
+    (ckpt / "objects.pkl").write_bytes(pickle.dumps(Evil()))
+    with pytest.raises(CheckpointError, match="pickle"):
+        load(ckpt)
+    assert not marker.exists()
+
+
+def test_nonfinite_weights_in_a_checkpoint_are_reported(tmp_path):
+    run_dir = Trainer(_cfg(tmp_path, "t_max=100")).run()
+    payload = load(latest(run_dir))
+    arrays = flatten_arrays(payload["arrays"])
+    name = next(k for k, v in arrays.items() if v.dtype.kind == "f")
+    arrays[name] = np.full_like(arrays[name], np.nan)
+    payload["arrays"] = nest_arrays(arrays)
+    del payload["_checkpoint"]
+    Checkpointer(run_dir, keep_last=10).save(999_999, payload)
+    said: list[str] = []
+    loaded = load_latest(run_dir, report=said.append)
+    assert loaded["_checkpoint"]["nonfinite"] == [f"arrays/{name}"]
+    assert len(said) == 1 and "non-finite" in said[0] and name in said[0]
+
+
+def test_second_writer_is_refused_and_names_are_unique(tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    with RunLock(folder):
+        with pytest.raises(RunFolderError, match=r"in use by another run \(pid"):
+            RunLock(folder).acquire()
+    RunLock(folder).acquire().release()  # free again once the holder is gone
+    names = {default_run_name("qmix", "3m", 0) for _ in range(50)}
+    assert len(names) > 1  # microsecond stamps
+    a = create_run_dir(tmp_path, "same", explicit=False)
+    b = create_run_dir(tmp_path, "same", explicit=False)
+    assert a != b and b.name == "same-2"
+    (a / "config.yaml").write_text("alg: qmix\n")
+    with pytest.raises(RunFolderError, match="already holds a run"):
+        create_run_dir(tmp_path, "same", explicit=True)
+
+
+def test_resume_of_a_locked_run_fails_at_once(tmp_path):
+    run_dir = Trainer(_cfg(tmp_path, "t_max=100")).run()
+    with RunLock(run_dir):
+        with pytest.raises(RunFolderError, match="in use"):
+            Trainer(None, resume=run_dir)
+
+
+def test_resume_rewinds_logs_to_the_checkpoint(tmp_path):
+    run_dir = Trainer(_cfg(tmp_path, "t_max=300", "log.mindinsight=true")).run()
+    t_ckpt = load(latest(run_dir))["meta"]["t_env"]
+    with open(run_dir / "log.jsonl", "a") as fh:  # what a crash after the checkpoint leaves behind
+        for t in (t_ckpt + 50, t_ckpt + 150):
+            fh.write(json.dumps({"t": t, "key": "loss", "value": 123.0, "time": 0}) + "\n")
+    events_before = sorted(p.name for p in run_dir.glob("events.out.events.summary.*"))
+    cfg = load_config(base=load(latest(run_dir))["meta"]["config"], overrides=["t_max=600"])
+    Trainer(cfg, resume=run_dir).run()
+    for key in ("loss", "episode", "test_win_rate"):
+        ts = [t for t, _ in _series(run_dir, key)]
+        assert ts == sorted(ts) and len(ts) == len(set(ts)), (key, ts)
+    assert 123.0 not in [v for _, v in _series(run_dir, "loss")]
+    moved = [p.name for p in (run_dir / "superseded").rglob("events.out.events.summary.*")]
+    assert events_before and sorted(moved) == events_before
+    assert list(run_dir.glob("events.out.events.summary.*"))  # a fresh event file: history replayed
+
+
+def test_exact_resume_reproduces_the_uninterrupted_run(tmp_path):
+    common = ("checkpoint.save_buffer=true", "log.log_interval=50", "learner.target_update_interval=20")
+    straight = Trainer(
+        load_config(
+            "qmix",
+            env="fake",
+            overrides=[*TINY, f"results_dir={tmp_path}", "run_name=straight", "t_max=700", *common],
+        )
+    ).run()
+    first = Trainer(
+        load_config(
+            "qmix",
+            env="fake",
+            overrides=[*TINY, f"results_dir={tmp_path}", "run_name=cut", "t_max=350", *common],
+        )
+    ).run()
+    cfg = load_config(base=load(latest(first))["meta"]["config"], overrides=["t_max=700"])
+    resumed = Trainer(cfg, resume=first)
+    resumed.run()
+    assert _series(first, "loss") == _series(straight, "loss")
+    a, b = load(latest(straight)), load(latest(first))
+    assert a["meta"]["t_env"] == b["meta"]["t_env"] and a["meta"]["train_steps"] == b["meta"]["train_steps"]
+    for k, v in flatten_arrays(a["arrays"]).items():
+        np.testing.assert_array_equal(flatten_arrays(b["arrays"])[k], v, err_msg=k)
+
+
+def test_test_nepisode_zero_means_no_test_phase(tmp_path):
+    run_dir = Trainer(_cfg(tmp_path, "t_max=300", "log.test_nepisode=0")).run()
+    assert not _series(run_dir, "test_return_mean") and _series(run_dir, "loss")
