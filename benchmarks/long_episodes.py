@@ -26,7 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-SIZES = {  # n_agents, n_actions, obs_shape, state_shape (docs: /work/shared/specs/smac.md)
+SIZES = {  # n_agents, n_actions, obs_shape, state_shape (docs/smac.md §2)
     "3m": (3, 9, 30, 48),
     "corridor": (6, 30, 156, 282),
     "2c_vs_64zg": (2, 70, 332, 342),

@@ -27,12 +27,9 @@ __all__ = ["build_arg_parser", "config_from_args"]
 
 def _help_epilog(config_dir: Path, default_alg: str) -> str:
     lines = []
-    try:  # the SMAC package may be absent or still being written: the help must work regardless
-        from marl.envs.smac import list_maps  # type: ignore[attr-defined]
+    from marl.envs.smac.maps import list_maps
 
-        lines.append("SMAC maps: " + ", ".join(list_maps()))
-    except Exception:  # any failure only means the map list is not shown
-        lines.append("SMAC maps: (marl.envs.smac.list_maps unavailable)")
+    lines.append("SMAC maps: " + ", ".join(list_maps()))
     lines.append("algorithms: " + ", ".join(_names(config_dir / "algs")))
     lines.append("environments: " + ", ".join(_names(config_dir / "envs")))
     lines.append("")

@@ -19,7 +19,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-KINDS = ("env", "agent", "mixer", "critic", "learner", "runner", "baseline")
+KINDS = ("env", "agent", "mixer", "critic", "learner", "runner")
 
 # Modules whose import registers the built-in components of each kind (imported lazily, so that
 # importing marl.registry never pulls in MindSpore).
@@ -30,7 +30,6 @@ _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "critic": ("marl.modules.critics",),
     "learner": ("marl.learners",),
     "runner": ("marl.runners",),
-    "baseline": ("marl.baselines",),
 }
 
 _REGISTRY: dict[str, dict[str, Callable[..., Any]]] = {k: {} for k in KINDS}

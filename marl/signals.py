@@ -1,4 +1,5 @@
-"""Clean stops on SIGINT (Ctrl-C) and SIGTERM (schedulers), also after MindSpore has compiled a graph.
+"""How a run stops early: on SIGINT (Ctrl-C) and SIGTERM (schedulers), also after MindSpore has compiled a
+graph, and on a non-finite update (``learner.on_nonfinite``).
 
 MindSpore 2.10 installs its own SIGINT handler whenever it compiles an ``ms.jit`` graph: from then on
 Ctrl-C makes the process exit through SIGTERM and Python's ``KeyboardInterrupt`` is never raised
@@ -14,10 +15,13 @@ is abandoned, and because writes are atomic the previous checkpoint stays intact
 
 from __future__ import annotations
 
+import math
 import signal
 import threading
 from types import FrameType
 from typing import Any
+
+import numpy as np
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
 
@@ -68,3 +72,37 @@ class StopSignals:
             for sig, handler in self._previous.items():
                 signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
             self._active = False
+
+
+class RunStopped(RuntimeError):
+    """The run ended early: by a signal (exit 130/143, checkpoint saved) or a non-finite step (exit 1)."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class NonFiniteError(RuntimeError):
+    """A train step produced a NaN/inf loss or gradient and ``learner.on_nonfinite`` is ``stop``."""
+
+
+def nonfinite_report(
+    stats: dict[str, float], weights: dict[str, np.ndarray], policy: str, step: int, t_env: int
+) -> str | None:
+    """Check one train step. The learners never apply a non-finite gradient (``clip_and_apply``), so a
+    non-finite statistic means the update was skipped: with ``policy == "stop"`` (or non-finite weights,
+    which no skip can mend) raise :class:`NonFiniteError`; with ``"skip"`` return what was non-finite
+    (``None`` when the step was healthy)."""
+    bad = {k: v for k, v in stats.items() if not math.isfinite(v)}
+    bad_w = [k for k, w in weights.items() if not np.isfinite(w).all()]
+    if not bad and not bad_w:
+        return None
+    what = ", ".join(f"{k}={v}" for k, v in bad.items()) or f"non-finite weights in {', '.join(bad_w)}"
+    what = f"train step {step} (t_env={t_env}): {what}"
+    if policy == "stop" or bad_w:
+        raise NonFiniteError(
+            f"non-finite values at {what}; the update was not applied. The run stops without saving, so "
+            "models/ keeps its last good checkpoints. Lower learner.lr (or clip harder), or set "
+            "learner.on_nonfinite=skip to skip such steps."
+        )
+    return what

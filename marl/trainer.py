@@ -23,11 +23,12 @@ from marl import registry
 from marl.buffers import EpisodeBatch, ReplayBuffer, Scheme
 from marl.checkpoint import Checkpointer, latest, load_latest
 from marl.config import Config, config_from_dict, config_to_dict, dump_config
-from marl.envs.base import EnvInfo, MultiAgentEnv
+from marl.envs.base import EnvInfo
+from marl.envs.factory import EnvFactory, make_env_fn, probe_env_info  # noqa: F401 (re-exported)
 from marl.logging import Logger
 from marl.run_folder import RunLock, create_run_dir, default_run_name
 from marl.runners import RolloutStats
-from marl.signals import StopSignals, exit_code
+from marl.signals import NonFiniteError, RunStopped, StopSignals, exit_code, nonfinite_report
 from marl.trainer_state import (  # nest/flatten re-exported: checkpoints' learner-state layout
     STOP_FILE,
     buffer_state,
@@ -40,43 +41,9 @@ from marl.trainer_state import (  # nest/flatten re-exported: checkpoints' learn
 )
 
 
-def make_env_fn(cfg: Config, seed_offset: int = 0) -> EnvFactory:
-    """A picklable ``env_fn(row)`` building env ``row`` of the configured kind, seeded per row."""
-    return EnvFactory(
-        cfg.env.name, cfg.env.map_name, cfg.env.backend, dict(cfg.env.args), cfg.seed, seed_offset
-    )
-
-
-class EnvFactory:
-    """Builds env ``row`` with seed ``seed * 10_000 + offset + row`` (distinct per row and per resume)."""
-
-    def __init__(self, name: str, map_name: str, backend: str, args: dict[str, Any], seed: int, offset: int):
-        self.name, self.map_name, self.backend, self.args = name, map_name, backend, args
-        self.seed, self.offset = seed, offset
-
-    def __call__(self, row: int) -> MultiAgentEnv:
-        seed = self.seed * 10_000 + self.offset + row
-        return registry.build(
-            "env", self.name, map_name=self.map_name, backend=self.backend, seed=seed, **self.args
-        )
-
-
-def probe_env_info(cfg: Config) -> EnvInfo:
-    """Build one env, read its :class:`EnvInfo`, close it."""
-    env = make_env_fn(cfg)(0)
-    try:
-        return env.env_info()
-    finally:
-        env.close()
-
-
 def default_run_dir(cfg: Config) -> Path:
     """``results_dir/<run_name>`` (default name: alg_map_seed_timestamp with microseconds)."""
     return Path(cfg.results_dir) / (cfg.run_name or default_run_name(cfg.alg, cfg.env.map_name, cfg.seed))
-
-
-class NonFiniteError(RuntimeError):
-    """A train step produced a NaN/inf loss or gradient and ``learner.on_nonfinite`` is ``stop``."""
 
 
 class Trainer:
@@ -121,7 +88,7 @@ class Trainer:
         self.t_env = self.episode = self.train_steps = self.nonfinite_skips = 0
         self.last = {"test": -math.inf, "log": 0, "save": 0, "hist": 0}
         self.best_metric = -math.inf
-        self._closed = False
+        self._closed = self._said_inexact = False
         if payload is not None:
             print(f"[resume] {payload['_checkpoint']['path']} (t_env={payload['meta']['t_env']})")
             self._restore(payload)
@@ -188,6 +155,12 @@ class Trainer:
             states = env_rng_states(self.runner)
             if states is not None:
                 payload["envs"] = states
+            elif not self._said_inexact:
+                self._said_inexact = True
+                print(
+                    "[run] checkpoint.save_buffer: these envs do not expose their random streams; a resume "
+                    "restores the buffer and RNGs but gives the envs fresh seeds (not bit-exact)"
+                )
         return payload
 
     def _restore(self, payload: dict[str, Any]) -> None:
@@ -247,24 +220,13 @@ class Trainer:
         return out
 
     def _check_finite(self, out: dict[str, float], weights: dict[str, np.ndarray]) -> None:
-        """``learner.on_nonfinite``: the learners never apply a non-finite gradient (``clip_and_apply``);
-        here the trainer stops the run (``stop``) or counts the skipped step (``skip``)."""
-        bad = {k: v for k, v in out.items() if not math.isfinite(v)}
-        bad_w = [k for k, w in weights.items() if not np.isfinite(w).all()]
-        if not bad and not bad_w:
-            return
-        what = ", ".join(f"{k}={v}" for k, v in bad.items()) or f"non-finite weights in {', '.join(bad_w)}"
-        where = f"train step {self.train_steps} (t_env={self.t_env})"
-        if self.cfg.learner.on_nonfinite == "stop" or bad_w:
-            raise NonFiniteError(
-                f"non-finite values at {where}: {what}; the update was not applied. The run stops without "
-                "saving, so models/ keeps its last good checkpoints. Lower learner.lr (or clip harder), or "
-                "set learner.on_nonfinite=skip to skip such steps."
-            )
-        self.nonfinite_skips += 1
-        self.logger.log("nonfinite_skips", self.nonfinite_skips, self.t_env)
-        if self.nonfinite_skips == 1 or self.nonfinite_skips % 100 == 0:
-            print(f"[run] skipped a non-finite update at {where}: {what} ({self.nonfinite_skips} so far)")
+        """``learner.on_nonfinite`` (see :func:`marl.signals.nonfinite_report`): stop, or count a skip."""
+        what = nonfinite_report(out, weights, self.cfg.learner.on_nonfinite, self.train_steps, self.t_env)
+        if what is not None:
+            self.nonfinite_skips += 1
+            self.logger.log("nonfinite_skips", self.nonfinite_skips, self.t_env)
+            if self.nonfinite_skips == 1 or self.nonfinite_skips % 100 == 0:
+                print(f"[run] skipped a non-finite update: {what} ({self.nonfinite_skips} so far)")
 
     def run(self) -> Path:
         """Train until ``t_max`` or a stop request (a signal, the stop file); returns the run folder.
@@ -365,19 +327,6 @@ class Trainer:
         self.logger.close(plot=plot)
         self.lock.release()
         print(f"[run] results in {self.run_dir}")
-
-
-class RunStopped(RuntimeError):
-    """The run ended early: by a signal (exit 130/143, checkpoint saved) or a non-finite step (exit 1)."""
-
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
-def train(cfg: Config, resume: Path | None = None) -> Path:
-    """Build a :class:`Trainer` and run it; returns the run folder."""
-    return Trainer(cfg, resume=resume).run()
 
 
 def with_overrides(cfg: Config, **sections: dict[str, Any]) -> Config:

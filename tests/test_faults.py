@@ -50,6 +50,7 @@ def _series(run_dir: Path, key: str) -> list[tuple[int, float]]:
     return [(r["t"], r["value"]) for r in recs if r.get("key") == key and "value" in r]
 
 
+@pytest.mark.slow
 def test_nonfinite_update_stops_without_touching_checkpoints(tmp_path):
     run_dir = Trainer(_cfg(tmp_path, "t_max=300")).run()
     before = _digests(run_dir / "models")
@@ -79,6 +80,7 @@ def test_nonfinite_skip_mode_trains_on_with_finite_weights(tmp_path):
     assert payload["meta"]["t_env"] >= 600 and payload["_checkpoint"]["nonfinite"] == []
 
 
+@pytest.mark.slow
 def test_corrupt_latest_checkpoint_falls_back_and_names_the_file(tmp_path):
     run_dir = Trainer(_cfg(tmp_path, "t_max=300")).run()
     folders = periodic(run_dir)
@@ -161,6 +163,7 @@ def test_resume_of_a_locked_run_fails_at_once(tmp_path):
             Trainer(None, resume=run_dir)
 
 
+@pytest.mark.slow
 def test_resume_rewinds_logs_to_the_checkpoint(tmp_path):
     run_dir = Trainer(_cfg(tmp_path, "t_max=300", "log.mindinsight=true")).run()
     t_ckpt = load(latest(run_dir))["meta"]["t_env"]
@@ -179,6 +182,7 @@ def test_resume_rewinds_logs_to_the_checkpoint(tmp_path):
     assert list(run_dir.glob("events.out.events.summary.*"))  # a fresh event file: history replayed
 
 
+@pytest.mark.slow
 def test_exact_resume_reproduces_the_uninterrupted_run(tmp_path):
     common = ("checkpoint.save_buffer=true", "log.log_interval=50", "learner.target_update_interval=20")
     straight = Trainer(

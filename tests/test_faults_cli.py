@@ -69,6 +69,7 @@ def _wait_until_training(proc: subprocess.Popen, run_dir: Path, timeout: float =
     pytest.fail("training did not start in time")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_signal_stops_a_jitted_run_with_a_checkpoint_then_resume_continues(tmp_path, sig, code):
     run_dir = tmp_path / "sig"
@@ -101,6 +102,7 @@ def test_signal_stops_a_jitted_run_with_a_checkpoint_then_resume_continues(tmp_p
         assert ts == sorted(ts) and len(ts) == len(set(ts))
 
 
+@pytest.mark.slow
 def test_second_ctrl_c_aborts_but_keeps_the_last_checkpoint(tmp_path):
     run_dir = tmp_path / "twice"
     proc = _start(run_dir)
@@ -157,6 +159,7 @@ def test_unknown_gym_id_and_bad_results_dir(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 
 
+@pytest.mark.slow
 def test_resume_refuses_bad_overrides_before_writing_anything(tmp_path, capsys):
     train_main(
         "train_qmix.py", "qmix", "", argv=[*SMALL, f"results_dir={tmp_path}", "run_name=r", "t_max=200"]

@@ -176,6 +176,7 @@ def test_time_buckets_cut_padding_without_changing_loss_or_gradient(timeout: boo
         np.testing.assert_allclose(gc, gw, rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.slow
 def test_jitted_step_compiles_each_bucket_once_and_matches_eager() -> None:
     info = EnvInfo(n_agents=3, n_actions=5, obs_shape=6, state_shape=8, episode_limit=12)
     eager = QLearner(info, cfg(use_jit=False, time_bucket=4))

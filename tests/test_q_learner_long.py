@@ -200,6 +200,7 @@ def test_padding_does_not_change_the_chunked_loss() -> None:
     assert transition_mask(batch["filled"], batch["terminated"]).sum() == 11
 
 
+@pytest.mark.slow
 def test_long_episode_step_compiles_in_bounded_time() -> None:
     """T = 401 slots (corridor's limit) with tiny widths and chunks of 10: every graph has at most 10
     unrolled steps, so the first (compiling) call costs bounded CPU time; later calls -- other episode

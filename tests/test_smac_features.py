@@ -11,7 +11,7 @@ from marl.envs.smac.features import UNIT_MAX_HEALTH_SHIELD, SmacFeatures, SmacOp
 from marl.envs.smac.maps import list_maps, load_map
 from marl.envs.smac.types import SideTable, UnitTable
 
-# map: (n_actions, obs, state) with SMAC's default flags (spec §2 table).
+# map: (n_actions, obs, state) with SMAC's default flags (docs/smac.md §2).
 SIZES = {
     "3m": (9, 30, 48), "8m": (14, 80, 168), "25m": (31, 250, 950), "5m_vs_6m": (12, 55, 98),
     "8m_vs_9m": (15, 85, 179), "10m_vs_11m": (17, 105, 243), "27m_vs_30m": (36, 285, 1170),

@@ -11,7 +11,7 @@ import yaml
 
 from marl.envs.smac.maps import MAPS_DIR, list_maps, load_map, parse_map
 
-# map: (allies, enemies, limit, races, unit_type_bits, map_type) from spec §2.
+# map: (allies, enemies, limit, races, unit_type_bits, map_type) from docs/smac.md §2 (SMAC's map registry).
 TABLE = {
     "3m": ("3 marine", "3 marine", 60, "TT", 0, "marines"),
     "8m": ("8 marine", "8 marine", 120, "TT", 0, "marines"),

@@ -41,6 +41,7 @@ def test_summary_from_logs(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
 
 
+@pytest.mark.slow
 def test_two_maps_two_seeds_sweep(tmp_path, capsys):
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # a local Ray on the loopback address
     ray = pytest.importorskip("ray")

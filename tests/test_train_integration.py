@@ -57,6 +57,7 @@ def test_value_decomposition_algs_train_on_fake_env(tmp_path, alg):
     assert load(ckpt)["meta"]["config"]["mixer"]["name"] == {"qmix": "qmix", "vdn": "vdn", "iql": "none"}[alg]
 
 
+@pytest.mark.slow
 def test_resume_continues_counters_and_weights(tmp_path):
     cfg = _cfg(tmp_path, "qmix", ("run_name=r",))
     first = Trainer(cfg)
@@ -122,6 +123,7 @@ def _cli(*args: str, timeout: int = 400) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_cli_train_then_evaluate(tmp_path):
     out = _cli("scripts/train_qmix.py", "--env", "fake", *TINY, f"results_dir={tmp_path}", "run_name=cli")
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
@@ -141,6 +143,7 @@ def test_cli_rejects_bad_input(tmp_path):
     assert bad_map.returncode != 0 and "3m" in (bad_map.stderr + bad_map.stdout)
 
 
+@pytest.mark.slow
 def test_cli_smoke_on_embedded_3m(tmp_path):
     """The real path: SMAC 3m on the embedded engine, jitted QMIX at T = 61 (one compile)."""
     out = _cli(

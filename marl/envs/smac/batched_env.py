@@ -208,6 +208,11 @@ class BatchedStarCraft2Env:
             self._avail[idx], self._obs[idx], self._state[idx] = avail, obs, state
 
     # ------------------------------------------------------------------ getters
+    @property
+    def units(self) -> Any:
+        """Every env's current units (positions, health, shields; views that the next step overwrites)."""
+        return self._units
+
     def get_obs(self) -> np.ndarray:
         """(E, n_agents, obs_size) float32."""
         return self._obs
@@ -338,14 +343,14 @@ def batched_vector_env_for(env_fn: Any, n_envs: int) -> BatchedSmacVectorEnv | N
     """A :class:`BatchedSmacVectorEnv` equal to ``[env_fn(r) for r in range(n_envs)]`` when ``env_fn`` is
     the trainer's ``EnvFactory`` of an "sc2" env that resolves to the embedded engine; else None.
 
-    Row ``r`` of the factory is seeded ``seed * 10_000 + offset + r``: the batch's ``seed + r`` with
-    ``seed = seed * 10_000 + offset``.
+    Row ``r`` of the factory is seeded ``env_fn.row_seed(r)``, which is the batch's ``seed + r`` with
+    ``seed = env_fn.row_seed(0)``.
     """
-    if getattr(env_fn, "name", None) != "sc2" or not hasattr(env_fn, "offset"):
+    if getattr(env_fn, "name", None) != "sc2" or not hasattr(env_fn, "row_seed"):
         return None
     from marl.envs.smac.sc2 import resolve_backend
 
     if resolve_backend(env_fn.backend, env_fn.map_name)[0] != "sim":
         return None
-    seed = env_fn.seed * 10_000 + env_fn.offset
+    seed = env_fn.row_seed(0)
     return BatchedSmacVectorEnv(env_fn.map_name, n_envs, seed, **dict(env_fn.args))

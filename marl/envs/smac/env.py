@@ -244,6 +244,11 @@ class StarCraft2Env(MultiAgentEnv):
     def get_state_size(self) -> int:
         return self.features.state_size
 
+    @property
+    def unit_table(self) -> UnitTable:
+        """The current table of units (both sides' positions, health, shields), whichever engine made it."""
+        return self._require()
+
     def get_state_dict(self) -> dict[str, np.ndarray]:
         """State blocks as arrays: allies (n_agents, nf_al), enemies, last_action, timestep (when on)."""
         if self.opts.obs_instead_of_state:

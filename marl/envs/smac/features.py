@@ -5,7 +5,7 @@ Everything here is computed from a :class:`MapSpec`, the option flags (:class:`S
 previous one); nothing knows which engine produced them. One implementation serves every caller: the
 ``batch_*`` methods work on E envs at once (the batched env), and the single-env methods taking a
 :class:`UnitTable` (``StarCraft2Env``, the real-game engine, tests) are the same code with E = 1.
-Layouts, normalisations and quirks follow oxwhirl/smac v1 (spec /work/shared/specs/smac.md §1.1, §3, §4,
+Layouts, normalisations and quirks follow oxwhirl/smac v1 (docs/smac.md §1.1, §3, §4,
 §5). Everything is vectorised with NumPy over envs and units; the number of NumPy calls per step does
 not grow with E or with the number of units. The envs' per-step path (:meth:`SmacFeatures.observe`,
 :meth:`SmacFeatures.reward_and_end`) runs the same rules as two compiled calls
@@ -114,13 +114,13 @@ class SmacFeatures(NumpyFeatures):
         return self.batch_geometry(Units.from_table(t))
 
     def avail_actions(self, t: UnitTable, geo: Geometry | None = None) -> np.ndarray:
-        """(n_agents, n_actions) int64 0/1 mask (spec §4)."""
+        """(n_agents, n_actions) int64 0/1 mask (docs/smac.md §4)."""
         u = Units.from_table(t)
         return self.batch_avail(u, geo or self.batch_geometry(u))[0]
 
     def observations(self, t: UnitTable, avail: np.ndarray, last_action: np.ndarray, steps: int,
                      geo: Geometry | None = None) -> np.ndarray:
-        """(n_agents, obs_size) float32 observations (spec §3.1); dead agents get zeros."""
+        """(n_agents, obs_size) float32 observations (docs/smac.md §3.1); dead agents get zeros."""
         u = Units.from_table(t)
         last = np.asarray(last_action)[None]
         return self.batch_obs(u, np.asarray(avail)[None], last, np.array([steps]),
@@ -128,7 +128,7 @@ class SmacFeatures(NumpyFeatures):
 
     def state(self, t: UnitTable, last_action: np.ndarray, steps: int,
               obs: np.ndarray | None = None) -> np.ndarray:
-        """Global state vector (spec §3.2), float32; ``obs`` is used with ``obs_instead_of_state``."""
+        """Global state vector (docs/smac.md §3.2), float32; ``obs`` is used with ``obs_instead_of_state``."""
         return self.batch_state(Units.from_table(t), np.asarray(last_action)[None], np.array([steps]),
                                 None if obs is None else np.asarray(obs)[None])[0]
 
@@ -144,7 +144,7 @@ class SmacFeatures(NumpyFeatures):
 
     def battle_reward(self, prev: UnitTable, cur: UnitTable, dead_allies: np.ndarray,
                       dead_enemies: np.ndarray) -> float:
-        """Dense per-step reward before win/loss bonus and scaling (spec §5).
+        """Dense per-step reward before win/loss bonus and scaling (docs/smac.md §5).
 
         ``dead_allies``/``dead_enemies`` are SMAC's death trackers (bool arrays), updated in place.
         """

@@ -2,7 +2,7 @@
 :class:`Geometry`, and :class:`FeatureLayout`, the per-map constants (obs/state sizes, type one-hots, padded
 pathing/height grids, Medivac masks) and the constant obs/state templates that every implementation fills.
 
-Layouts follow oxwhirl/smac v1 (spec /work/shared/specs/smac.md §3). The rules that fill them are in
+Layouts follow oxwhirl/smac v1 (docs/smac.md §3). The rules that fill them are in
 :mod:`marl.envs.smac.features_ref` (NumPy) and :mod:`marl.envs.smac.fast_features` (compiled);
 :mod:`marl.envs.smac.features` is the entry point and re-exports the names here.
 """

@@ -1,5 +1,5 @@
 """The NumPy implementation of SMAC's per-step rules for E envs at once: geometry, available actions,
-observations, state, visibility, end code and reward (spec /work/shared/specs/smac.md §1.1, §3, §4, §5).
+observations, state, visibility, end code and reward (docs/smac.md §1.1, §3, §4, §5).
 
 Every method is a fixed, small number of NumPy calls whatever E and the unit counts. It is the reference
 that the compiled kernels of :mod:`marl.envs.smac.fast_features` are tested against element for element,
@@ -44,7 +44,7 @@ class NumpyFeatures(FeatureLayout):
         return padded[ij[..., 0], ij[..., 1]]
 
     def batch_avail(self, u: Units, geo: Geometry) -> np.ndarray:
-        """(E, n_agents, n_actions) int64 0/1 mask (spec §4)."""
+        """(E, n_agents, n_actions) int64 0/1 mask (docs/smac.md §4)."""
         n = self.n_agents
         alive, alive_a = geo.alive, geo.alive[:, :n]
         avail = np.empty((u.n_envs, n, self.n_actions), dtype=np.int64)
@@ -65,7 +65,7 @@ class NumpyFeatures(FeatureLayout):
 
     def batch_obs(self, u: Units, avail: np.ndarray, last_action: np.ndarray, steps: np.ndarray,
                   geo: Geometry) -> np.ndarray:
-        """(E, n_agents, obs_size) float32 observations (spec §3.1); dead agents get zeros.
+        """(E, n_agents, obs_size) float32 observations (docs/smac.md §3.1); dead agents get zeros.
 
         ``last_action`` (E, n_agents, n_actions) one-hot, ``steps`` (E,) steps taken this episode.
         """
@@ -127,7 +127,7 @@ class NumpyFeatures(FeatureLayout):
 
     def batch_state(self, u: Units, last_action: np.ndarray, steps: np.ndarray,
                     obs: np.ndarray | None = None, geo: Geometry | None = None) -> np.ndarray:
-        """(E, state_size) float32 global state (spec §3.2); ``obs`` is used with ``obs_instead_of_state``."""
+        """(E, state_size) float32 global state (docs/smac.md §3.2); ``obs``: for ``obs_instead_of_state``."""
         E = u.n_envs
         if self.opts.obs_instead_of_state:
             if obs is None:
@@ -173,7 +173,7 @@ class NumpyFeatures(FeatureLayout):
         return vis
 
     def batch_end_code(self, u: Units) -> np.ndarray:
-        """(E,) int: +1 win, −1 loss, 0 draw, :data:`RUNNING` (spec §1.1, incl. SMAC's MMM Medivac rules).
+        """(E,) int: +1 win, −1 loss, 0 draw, :data:`RUNNING` (docs/smac.md §1.1, with MMM Medivac rules).
 
         On MMM maps the loss test ("every living ally is a Medivac") also holds with no ally alive and
         comes first, so a mutual wipe-out there is a loss, as in SMAC.
@@ -190,7 +190,7 @@ class NumpyFeatures(FeatureLayout):
         return np.where(loss, -1, np.where(win, 1, np.where(draw, 0, RUNNING)))
 
     def batch_reward(self, prev: Units, cur: Units, dead: np.ndarray) -> np.ndarray:
-        """(E,) dense per-step reward before win/loss bonus and scaling (spec §5).
+        """(E,) dense per-step reward before win/loss bonus and scaling (docs/smac.md §5).
 
         ``dead`` (E, U) bool is SMAC's death tracker (allies then enemies), updated in place.
         """

@@ -1,4 +1,4 @@
-"""SMAC's option flags, constants and unit data (oxwhirl/smac v1; spec /work/shared/specs/smac.md).
+"""SMAC's option flags, constants and unit data (oxwhirl/smac v1; docs/smac.md).
 
 Shared by :mod:`marl.envs.smac.features` (which re-exports every name) and the envs.
 """
@@ -23,12 +23,12 @@ MAX_COOLDOWN = {"marine": 15, "marauder": 25, "medivac": 200, "stalker": 35, "ze
                 "hydralisk": 10, "zergling": 11, "baneling": 1}
 DEFAULT_MAX_COOLDOWN = 15
 MAX_SHIELD = {"stalker": 80.0, "zealot": 50.0, "colossus": 150.0}
-# Nominal (health_max, shield_max) from the SMAC map files (spec §6); used for the static max_reward.
+# Nominal (health_max, shield_max) from the SMAC map files (docs/smac.md §6); used for the static max_reward.
 UNIT_MAX_HEALTH_SHIELD = {"marine": (45, 0), "marauder": (125, 0), "medivac": (150, 0), "stalker": (80, 80),
                           "zealot": (100, 50), "colossus": (200, 150), "hydralisk": (80, 0),
                           "zergling": (35, 0), "baneling": (30, 0), "spine_crawler": (300, 0)}
 # Unit-type one-hot order per map type. Allies follow the RL-unit ids; enemies the stock ids, which in
-# stalkers_and_zealots maps gives zealot 0, stalker 1 (SMAC keeps this quirk, so do we; spec §3.3).
+# stalkers_and_zealots maps gives zealot 0, stalker 1 (SMAC keeps this quirk, so do we; docs/smac.md §3.3).
 _ALLY_TYPE_ORDER = {"MMM": ("marauder", "marine", "medivac"),
                     "stalkers_and_zealots": ("stalker", "zealot"),
                     "colossi_stalkers_zealots": ("colossus", "stalker", "zealot"),

@@ -66,7 +66,7 @@ class EnemyOrder:
 
 @dataclass(frozen=True)
 class MapSpec:
-    """One SMAC scenario (see ../shared/specs/smac.md §2).
+    """One SMAC scenario (docs/smac.md §2).
 
     ``allies`` are listed in agent-id order (SMAC sorts agents by unit type); ``enemies`` in enemy-id
     order. ``pathing_grid`` is a (map_x, map_y) bool array, ``True`` where a ground unit may walk.

@@ -1,7 +1,7 @@
 """``Sc2Engine``: the real StarCraft II game (through pysc2) as a SMAC engine producing :class:`UnitTable` s.
 
 It only drives the game; every SMAC rule stays in ``features.py`` / ``env.py``, shared with the embedded
-engine. Protocol follows oxwhirl/smac v1 (spec /work/shared/specs/smac.md §1.2): launch SC2 via pysc2's
+engine. Protocol follows oxwhirl/smac v1 (docs/smac.md §1.2): launch SC2 via pysc2's
 run configs (``SC2PATH``), create ``SMAC_Maps/<map>.SC2Map`` against the built-in bot, join with the raw
 interface; each step sends one ``RequestAction`` with a raw command per acting agent, then ``step(step_mul)``
 and ``observe()``. Between episodes a fast restart kills the living units with the debug interface and

@@ -1,6 +1,6 @@
 """Raw-interface translation: SC2 observations → :class:`UnitTable`, agent actions → raw unit commands.
 
-Follows oxwhirl/smac v1 (spec /work/shared/specs/smac.md §1.2, §3.3, §4):
+Follows oxwhirl/smac v1 (docs/smac.md §1.2, §3.3, §4):
 
 * agents are the player-1 units sorted by ``(unit_type, pos.x, pos.y)``; enemies are the player-2 units in
   raw-observation order. Units are tracked by tag; a tracked unit missing from an observation is dead.

@@ -1,4 +1,4 @@
-"""SMAC action availability (spec §4) computed straight from the engine state, for whole batches.
+"""SMAC action availability (docs/smac.md §4) computed straight from the engine state, for whole batches.
 
 This mirrors SMAC's rules so that scripted policies, tests and benchmarks can pick valid actions
 without the feature layer: a dead agent may only no-op (0); a living one may stop (1), move d (2..5)

@@ -1,31 +1,35 @@
-"""Unit data for the embedded engine, in GAME-SECOND units (spec §6, §7.3).
+"""Unit data for the embedded engine, in GAME-SECOND units (docs/smac.md §6; sources in docs/fidelity.md).
+
+Every number here is StarCraft II's own (patch 5.0.3 game data) unless ``unit_data.yaml`` beside this file
+lists it as a deviation with its reason; ``tests/test_unit_data.py`` holds this table to that file.
 
 Conventions (chosen once, used everywhere in ``sim/``):
 
 * Time: 16 game loops per game second; one engine tick is one loop (dt = 1/16 game-s) and one agent
   step is 8 ticks, exactly as SMAC's ``step_mul = 8``.
-* Speeds are the maps' game-second values (marine 2.25 units/game-s, so 1.125 units per agent step).
-* Weapon cooldowns are in game loops: the spec table's "≈loops" column (Faster seconds × 22.4, which
-  equals game seconds × 16) rounded to an integer: marine 14, marauder 24, stalker 30, zealot 19,
-  colossus 24, hydralisk 13, zergling 11, spine crawler 30.  Each time a weapon fires, SC2-like jitter
-  of a uniform integer in [-1, +2] loops is added.
-* Ranges are edge-to-edge (the centre-to-centre test adds both radii); melee is 0.1.
+* Speeds are game-second values (marine 2.25 units/game-s, so 1.125 units per agent step).
+* Weapon cooldowns are in game loops: the game's cooldown in game seconds × 16, rounded (marine 14,
+  marauder 24, stalker 30, zealot 19, colossus 24, hydralisk 13, zergling 11, spine crawler 30). Each time
+  a weapon fires, SC2-like jitter of a uniform integer in [-1, +2] loops is added (no source found for the
+  exact distribution; see docs/fidelity.md).
+* Ranges are edge-to-edge (the centre-to-centre test adds both radii); melee is the game's 0.1.
+* Scan (acquire) range of the enemy AI, edge-to-edge: ``max(5, weapon range + 0.5)`` for ground units and
+  the weapon range for the spine crawler (static defence), per Liquipedia's "Automatic Targeting" (Legacy
+  of the Void). Medivacs do not attack; an enemy Medivac heals the most wounded biological ally within its
+  sight (11, game data).
 * Regeneration: shields 2 per game-s after 10 game-s (160 loops) without damage; zerg HP 0.2734 per
-  game-s; Medivac energy 0.5625 per game-s (max 200, start 50); heal 9 HP per game-s costing 1 energy
-  per 3 HP.
+  game-s; Medivac energy 0.5625 per game-s (max 200, start 50, game data); heal 9 HP per game-s costing
+  1 energy per 3 HP (see docs/fidelity.md for the status of each).
 
 Approximations (documented choices):
 
-* Baneling: SC2 numbers, 16 damage (+19 vs Light) to every hostile ground unit whose edge is within
-  2.2 of its centre; it dies when it attacks (reach 0.25).  The +80 vs structures bonus is not modelled.
+* Baneling: 16 damage (+19 vs Light) to every hostile ground unit whose edge is within 2.2 of its centre
+  (Liquipedia's Volatile Burst); it dies when it attacks (reach 0.25). The +80 vs structures is not modelled.
 * Colossus: 10 (+5 vs Light) x2 with a line splash: every hostile ground unit whose edge is within 0.3
   of a 2.8-long beam centred on the target, perpendicular to the line of fire, takes the hit (smaclite's
-  beam).  The colossus ignores the pathing grid (it walks over cliffs) but stays on the map.
-* Acquire (scan) range of the enemy AI, centre-to-centre plus both radii: the ``acquire`` column
-  (5 for melee and short-range units, the weapon range for longer ones, 10 for the spine crawler as in
-  smaclite).  Medivacs do not attack; an enemy Medivac heals the most wounded biological ally within
-  its sight (11).
-* Spine crawler: immobile structure (speed 0, never pushed); radius 0.5 (smaclite).
+  beam; no game source read).  The colossus ignores the pathing grid (it walks over cliffs) but stays on
+  the map.
+* Spine crawler: immobile structure (speed 0, never pushed).
 """
 
 from __future__ import annotations
@@ -67,26 +71,26 @@ RETALIATE_LOOPS = 16  # an attack received within this many loops counts as "att
 
 _ROWS: dict[str, dict[str, float]] = {
     "marine": dict(hp=45, attr=LIGHT | BIO, dmg=6, cd=14, rng=5, speed=2.25, radius=0.375,
-                   hits_air=1, acquire=5),
+                   hits_air=1, acquire=5.5),
     "marauder": dict(hp=125, armor=1, attr=ARMORED | BIO, dmg=10, battr=ARMORED, bdmg=10, cd=24, rng=6,
-                     speed=2.25, radius=0.5625, acquire=6),
+                     speed=2.25, radius=0.5625, acquire=6.5),
     "medivac": dict(hp=150, armor=1, attr=ARMORED | MECH, rng=4, speed=2.75, radius=0.75, air=1,
                     hits_ground=0, healer=1, acquire=MEDIVAC_SIGHT),
     "stalker": dict(hp=80, shield=80, armor=1, attr=ARMORED | MECH, dmg=13, battr=ARMORED, bdmg=5, cd=30,
-                    rng=6, speed=2.9531, radius=0.625, hits_air=1, acquire=6),
+                    rng=6, speed=2.953125, radius=0.625, hits_air=1, acquire=6.5),
     "zealot": dict(hp=100, shield=50, armor=1, attr=LIGHT | BIO, dmg=8, hits=2, cd=19, rng=0.1,
                    speed=2.25, radius=0.5, acquire=5),
     "colossus": dict(hp=200, shield=150, armor=1, attr=ARMORED | MECH | MASSIVE, dmg=10, battr=LIGHT,
                      bdmg=5, hits=2, cd=24, rng=7, speed=2.25, radius=1.0, splash=SPLASH_LINE,
-                     cliff=1, acquire=7),
+                     cliff=1, acquire=7.5),
     "hydralisk": dict(hp=80, attr=LIGHT | BIO, dmg=12, cd=13, rng=5, speed=2.25, radius=0.625, hits_air=1,
-                      zerg=1, acquire=5),
-    "zergling": dict(hp=35, attr=LIGHT | BIO, dmg=5, cd=11, rng=0.1, speed=2.9531, radius=0.375, zerg=1,
+                      zerg=1, acquire=5.5),
+    "zergling": dict(hp=35, attr=LIGHT | BIO, dmg=5, cd=11, rng=0.1, speed=2.953125, radius=0.375, zerg=1,
                      acquire=5),
     "baneling": dict(hp=30, attr=BIO, dmg=16, battr=LIGHT, bdmg=19, cd=1, rng=0.25, speed=2.5,
                      radius=0.375, zerg=1, splash=SPLASH_EXPLODE, acquire=5),
     "spine_crawler": dict(hp=300, armor=2, attr=ARMORED | BIO | STRUCTURE, dmg=25, battr=ARMORED, bdmg=5,
-                          cd=30, rng=7, speed=0.0, radius=0.5, zerg=1, acquire=10),
+                          cd=30, rng=7, speed=0.0, radius=1.125, zerg=1, acquire=7),
 }
 
 

@@ -1,0 +1,98 @@
+"""The embedded engine's unit numbers are StarCraft II's own (marl/envs/smac/sim/unit_data.yaml, game data of
+patch 5.0.3), except the deviations that file lists with a reason; docs/fidelity.md shows the same table."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from marl.envs.smac.sim import units as U
+
+DATA = yaml.safe_load((Path(U.__file__).parent / "unit_data.yaml").read_text())
+ATTRS = {
+    "Light": U.LIGHT,
+    "Armored": U.ARMORED,
+    "Biological": U.BIO,
+    "Mechanical": U.MECH,
+    "Massive": U.MASSIVE,
+    "Structure": U.STRUCTURE,
+}
+
+
+def expected(game: dict) -> dict[str, float]:
+    """Engine numbers implied by the game's data (see the YAML header for the conversions)."""
+    out = {
+        "hp": game["max_health"],
+        "shield": game.get("max_shield", 0),
+        "armor": game["armor"],
+        "attr": sum(ATTRS[a] for a in game["attributes"]),
+        "speed": game["speed"],
+        "radius": game["radius"],
+    }
+    w = game.get("weapon")
+    if w is not None:
+        bonus = w["bonuses"]
+        out.update(
+            dmg=w["damage"],
+            hits=w["attacks"],
+            rng=w["range"],
+            cd=round(w["cooldown_s"] * 16),
+            battr=sum(ATTRS[a] for a in bonus),
+            bdmg=sum(bonus.values()),
+            hits_air=1 if w["targets"] == "Any" else 0,
+        )
+        scan = max(5.0, w["range"]) if game.get("structure") else max(5.0, w["range"] + 0.5)
+        out["acquire"] = scan  # Liquipedia "Automatic Targeting" (LotV scan range)
+    return out
+
+
+def engine(name: str) -> dict[str, float]:
+    row = U.PROPS[U.TYPE_INDEX[name]]
+    cols = {
+        "hp": U.HP,
+        "shield": U.SHIELD,
+        "armor": U.ARMOR,
+        "attr": U.ATTR,
+        "speed": U.SPEED,
+        "radius": U.RADIUS,
+        "dmg": U.DMG,
+        "hits": U.HITS,
+        "rng": U.RANGE,
+        "cd": U.COOLDOWN,
+        "battr": U.BONUS_ATTR,
+        "bdmg": U.BONUS_DMG,
+        "hits_air": U.HITS_AIR,
+        "acquire": U.ACQUIRE,
+    }
+    out = {k: float(row[c]) for k, c in cols.items()}
+    out["speed"] *= 16.0  # PROPS stores per game loop
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(DATA))
+def test_engine_numbers_are_the_games_unless_a_deviation_says_why(name):
+    want, have = expected(DATA[name]["game"]), engine(name)
+    deviations = DATA[name].get("deviations", {})
+    for field, value in want.items():
+        same = math.isclose(have[field], value, abs_tol=1e-3)
+        if field in deviations:
+            assert not same, f"{name}.{field}: listed as a deviation but equals the game's {value}"
+        else:
+            assert same, f"{name}.{field}: engine {have[field]} != game {value} (and no deviation is listed)"
+
+
+def test_every_engine_unit_is_in_the_table_with_its_medivac_and_baneling_specials():
+    assert set(DATA) == set(U.TYPE_INDEX)
+    assert U.MEDIVAC_SIGHT == DATA["medivac"]["game"]["sight"]
+    assert U.ENERGY_MAX == DATA["medivac"]["game"]["max_energy"]
+    assert U.ENERGY_START == DATA["medivac"]["game"]["start_energy"]
+
+
+def test_fidelity_page_shows_the_table():
+    page = (Path(__file__).resolve().parents[1] / "docs" / "fidelity.md").read_text()
+    for name in DATA:
+        hp = int(engine(name)["hp"])
+        assert f"| {name} | {hp} |" in page, f"docs/fidelity.md has no row for {name} with {hp} HP"
