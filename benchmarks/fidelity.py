@@ -153,7 +153,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--maps", nargs="*", default=None, help="default: all 23 SMAC maps")
     ap.add_argument("--policies", nargs="*", default=list(POLICIES), choices=POLICIES)
-    ap.add_argument("--episodes", type=int, default=500, help="per map and policy (the five largest maps: 200)")
+    ap.add_argument("--episodes", type=int, default=500, help="per map and policy (five largest maps: 200)")
     ap.add_argument("--backend", default="sim", choices=("sim", "sc2"))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--note", default="")

@@ -182,8 +182,16 @@ class Trainer:
 
     def save(self, metric: float | None = None) -> Path:
         """Write a checkpoint of everything needed to resume (the replay buffer with
-        ``checkpoint.save_buffer``)."""
-        return self.checkpointer.save(self.t_env, self._payload(), metric)
+        ``checkpoint.save_buffer``). A failed write (disk full, ...) ends the run with :class:`RunStopped`
+        naming the intact checkpoint that remains (writes are atomic)."""
+        try:
+            return self.checkpointer.save(self.t_env, self._payload(), metric)
+        except OSError as exc:
+            raise RunStopped(
+                f"cannot write a checkpoint at t_env={self.t_env} ({exc.strerror or exc}); the newest intact "
+                f"checkpoint is {latest(self.run_dir)}; free space and continue with --resume {self.run_dir}",
+                exit_code=1,
+            ) from exc
 
     # -- phases ----------------------------------------------------------------------------------
     def _test(self) -> dict[str, float]:
@@ -270,6 +278,9 @@ class Trainer:
         except NonFiniteError as exc:
             self._close()
             raise RunStopped(str(exc), exit_code=1) from None
+        except RunStopped:
+            self._close()
+            raise
         except KeyboardInterrupt:  # a second signal: abandon at once; saves are atomic
             self._close(plot=False)
             raise RunStopped(

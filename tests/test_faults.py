@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_train_integration import TINY as BASE_TINY
 
 from marl.checkpoint import Checkpointer, CheckpointError, latest, load, load_latest, periodic
 from marl.cli import evaluate_main
@@ -18,18 +19,11 @@ from marl.config import load_config
 from marl.run_folder import RunFolderError, RunLock, create_run_dir, default_run_name
 from marl.trainer import RunStopped, Trainer, flatten_arrays, nest_arrays
 
+# the integration tests' tiny fake-env run (without its t_max), saving more often and keeping more checkpoints
 TINY = [
-    "learner.batch_size=8",
-    "learner.buffer_size=32",
-    "runner.batch_size_run=2",
-    "log.log_interval=100",
-    "log.test_interval=200",
-    "log.test_nepisode=2",
+    *(o for o in BASE_TINY if not o.startswith("t_max=")),
     "checkpoint.save_interval=100",
     "checkpoint.keep_last=5",
-    "agent.hidden_dim=16",
-    "mixer.embed_dim=8",
-    "mixer.hypernet_dim=16",
 ]
 
 
@@ -185,20 +179,8 @@ def test_resume_rewinds_logs_to_the_checkpoint(tmp_path):
 @pytest.mark.slow
 def test_exact_resume_reproduces_the_uninterrupted_run(tmp_path):
     common = ("checkpoint.save_buffer=true", "log.log_interval=50", "learner.target_update_interval=20")
-    straight = Trainer(
-        load_config(
-            "qmix",
-            env="fake",
-            overrides=[*TINY, f"results_dir={tmp_path}", "run_name=straight", "t_max=700", *common],
-        )
-    ).run()
-    first = Trainer(
-        load_config(
-            "qmix",
-            env="fake",
-            overrides=[*TINY, f"results_dir={tmp_path}", "run_name=cut", "t_max=350", *common],
-        )
-    ).run()
+    straight = Trainer(_cfg(tmp_path, "run_name=straight", "t_max=700", *common)).run()
+    first = Trainer(_cfg(tmp_path, "run_name=cut", "t_max=350", *common)).run()
     cfg = load_config(base=load(latest(first))["meta"]["config"], overrides=["t_max=700"])
     resumed = Trainer(cfg, resume=first)
     resumed.run()
@@ -212,3 +194,27 @@ def test_exact_resume_reproduces_the_uninterrupted_run(tmp_path):
 def test_test_nepisode_zero_means_no_test_phase(tmp_path):
     run_dir = Trainer(_cfg(tmp_path, "t_max=300", "log.test_nepisode=0")).run()
     assert not _series(run_dir, "test_return_mean") and _series(run_dir, "loss")
+
+
+def test_disk_full_during_a_save_stops_the_run_and_keeps_the_last_checkpoint(tmp_path, monkeypatch):
+    import errno
+
+    import marl.checkpoint as ckpt
+
+    trainer = Trainer(_cfg(tmp_path, "t_max=100000"))
+    real_savez, calls = ckpt.np.savez, []
+
+    def savez_then_full(fh, **arrays):
+        calls.append(1)
+        if len(calls) == 3:
+            real_savez(fh, **dict(list(arrays.items())[:2]))  # half written, then the disk is full
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_savez(fh, **arrays)
+
+    monkeypatch.setattr(ckpt.np, "savez", savez_then_full)
+    with pytest.raises(RunStopped, match="No space left on device.*newest intact checkpoint") as stop:
+        trainer.run()
+    assert stop.value.exit_code == 1
+    intact = latest(trainer.run_dir)
+    assert intact is not None and load(intact)["_checkpoint"]["nonfinite"] == []
+    assert not list((trainer.run_dir / "models").glob(".tmp-*"))

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_faults import TINY
 
 from marl.checkpoint import latest, load, periodic
 from marl.cli import train_main
@@ -19,19 +20,7 @@ from marl.config import ConfigError, load_config
 from marl.run_folder import RunLock
 
 ROOT = Path(__file__).resolve().parents[1]
-SMALL = [
-    "--env",
-    "fake",
-    "learner.batch_size=8",
-    "learner.buffer_size=32",
-    "log.log_interval=50",
-    "log.test_interval=200",
-    "log.test_nepisode=2",
-    "checkpoint.save_interval=100",
-    "agent.hidden_dim=16",
-    "mixer.embed_dim=8",
-    "mixer.hypernet_dim=16",
-]
+SMALL = ["--env", "fake", *TINY, "log.log_interval=50"]
 
 
 def _trained_steps(run_dir: Path) -> int:

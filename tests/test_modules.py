@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from marl.modules import MLPAgent, QMixer, RNNAgent, VDNMixer
+from marl.modules.mixers import qmix_reference
 from marl.registry import build
 from marl.utils.ms import ms, setup
 
@@ -57,6 +58,23 @@ def test_qmix_monotonic_in_every_agent_q(layers: int) -> None:
     assert mixer(q, state).shape == (b, t, 1)
 
 
+@pytest.mark.parametrize("layers", [1, 2])
+def test_fast_qmix_equals_the_bmm_reference_values_and_gradients(layers: int) -> None:
+    b, t, n, s = 4, 6, 5, 7
+    mixer = QMixer(n, s, embed_dim=8, hypernet_layers=layers, hypernet_dim=16)
+    rng = np.random.default_rng(10 + layers)
+    q, state = _t(rng.normal(size=(b, t, n))), _t(rng.normal(size=(b, t, s)))
+    np.testing.assert_allclose(
+        mixer(q, state).asnumpy(), qmix_reference(mixer, q, state).asnumpy(), atol=1e-5
+    )
+    params = mixer.trainable_params()
+    fast = ms.grad(lambda x, y: mixer(x, y).sum(), grad_position=0, weights=params)(q, state)
+    slow = ms.grad(lambda x, y: qmix_reference(mixer, x, y).sum(), grad_position=0, weights=params)(q, state)
+    np.testing.assert_allclose(fast[0].asnumpy(), slow[0].asnumpy(), atol=1e-5)  # d/dq
+    for g_fast, g_slow in zip(fast[1], slow[1], strict=True):  # d/dweights
+        np.testing.assert_allclose(g_fast.asnumpy(), g_slow.asnumpy(), atol=1e-4)
+
+
 def test_qmix_depends_on_state_and_rejects_bad_sizes() -> None:
     mixer = QMixer(2, 3, embed_dim=4, hypernet_layers=2, hypernet_dim=8)
     q = _t(np.ones((1, 1, 2)))
@@ -78,8 +96,10 @@ def test_vdn_is_sum() -> None:
 def test_registry_builds_modules() -> None:
     assert isinstance(build("agent", "rnn", input_dim=3, hidden_dim=4, n_actions=2), RNNAgent)
     assert isinstance(build("agent", "mlp", input_dim=3, hidden_dim=4, n_actions=2), MLPAgent)
-    assert isinstance(build("mixer", "qmix", n_agents=2, state_dim=3, embed_dim=4, hypernet_layers=1,
-                            hypernet_dim=5), QMixer)
+    assert isinstance(
+        build("mixer", "qmix", n_agents=2, state_dim=3, embed_dim=4, hypernet_layers=1, hypernet_dim=5),
+        QMixer,
+    )
     assert isinstance(build("mixer", "vdn", n_agents=2, state_dim=3), VDNMixer)
     with pytest.raises(ValueError, match="hidden_dim"):
         RNNAgent(3, 0, 2)

@@ -10,7 +10,12 @@ from marl.config_schema import Config, LearnerConfig, MixerConfig
 from marl.envs.base import EnvInfo
 from marl.learners import QLearner
 from marl.learners.optim import TorchAdam, TorchRMSProp
-from marl.learners.targets import lambda_return_matrices, td_lambda_targets, transition_mask
+from marl.learners.targets import (
+    lambda_return_matrices,
+    td_lambda_targets,
+    td_lambda_targets_reference,
+    transition_mask,
+)
 from marl.registry import build
 from marl.utils.ms import ms, params_to_numpy, setup
 
@@ -19,8 +24,13 @@ setup(1, seed=0)
 INFO = EnvInfo(n_agents=3, n_actions=5, obs_shape=6, state_shape=8, episode_limit=5)
 
 
-def make_batch(seed: int, b: int = 4, lengths: list[int] | None = None,
-               timeouts: list[bool] | None = None, info: EnvInfo = INFO) -> EpisodeBatch:
+def make_batch(
+    seed: int,
+    b: int = 4,
+    lengths: list[int] | None = None,
+    timeouts: list[bool] | None = None,
+    info: EnvInfo = INFO,
+) -> EpisodeBatch:
     """Random padded episodes; an episode shorter than the limit terminates unless told it timed out."""
     rng = np.random.default_rng(seed)
     eb = EpisodeBatch(Scheme(info), b)
@@ -31,8 +41,11 @@ def make_batch(seed: int, b: int = 4, lengths: list[int] | None = None,
         for t in range(ep_len + 1):
             avail = (rng.random((n, a)) < 0.6).astype(np.int32)
             avail[:, 0] = 1
-            vals = {"obs": rng.normal(size=(n, info.obs_shape)), "state": rng.normal(size=info.state_shape),
-                    "avail_actions": avail}
+            vals = {
+                "obs": rng.normal(size=(n, info.obs_shape)),
+                "state": rng.normal(size=info.state_shape),
+                "avail_actions": avail,
+            }
             if t < ep_len:
                 act = np.array([rng.choice(np.flatnonzero(m)) for m in avail])[:, None]
                 done = t == ep_len - 1 and not timeout
@@ -46,16 +59,6 @@ def cfg(**learner: object) -> Config:
     base = {"use_jit": False, "lr": 1e-3}
     base.update(learner)
     return Config(learner=LearnerConfig(**base), mixer=MixerConfig(name=mixer, embed_dim=8, hypernet_dim=16))
-
-
-def naive_lambda_targets(r, term, mask, q, gamma, lam):  # noqa: ANN001, ANN201 (test reference)
-    """pymarl2's build_td_lambda_targets written as its backward loop (NumPy)."""
-    ret = np.zeros_like(q)
-    ret[:, -1] = q[:, -1] * (1 - term.sum(axis=1))
-    for t in range(q.shape[1] - 2, -1, -1):
-        ret[:, t] = lam * gamma * ret[:, t + 1] + mask[:, t] * (
-            r[:, t] + (1 - lam) * gamma * q[:, t + 1] * (1 - term[:, t]))
-    return ret[:, :-1]
 
 
 def _np_targets(batch: EpisodeBatch, q: np.ndarray, gamma: float, lam: float) -> tuple[np.ndarray, ...]:
@@ -72,7 +75,7 @@ def test_loop_free_lambda_return_matches_backward_loop(lam: float, k: int) -> No
     batch = make_batch(1, b=5)
     q = np.random.default_rng(2).normal(size=(5, INFO.episode_limit + 1, k)).astype(np.float32)
     got, r, term, mask = _np_targets(batch, q, 0.99, lam)
-    np.testing.assert_allclose(got, naive_lambda_targets(r, term, mask, q, 0.99, lam), atol=1e-5)
+    np.testing.assert_allclose(got, td_lambda_targets_reference(r, term, mask, q, 0.99, lam), atol=1e-5)
     if lam == 0.0:  # one-step targets on every real transition
         one_step = r + 0.99 * (1 - term) * q[:, 1:]
         np.testing.assert_allclose(got * mask, one_step * mask, atol=1e-5)
@@ -134,8 +137,12 @@ def test_jit_and_eager_give_the_same_losses(mixer: str, opt: str) -> None:
 
 @pytest.mark.parametrize("mixer,opt", [("qmix", "adam"), ("vdn", "rmsprop"), ("none", "adam")])
 def test_training_reduces_loss(mixer: str, opt: str) -> None:
-    learner = build("learner", "q_learner", info=INFO,
-                    cfg=cfg(mixer=mixer, optimizer=opt, lr=1e-2, target_update_interval=1000))
+    learner = build(
+        "learner",
+        "q_learner",
+        info=INFO,
+        cfg=cfg(mixer=mixer, optimizer=opt, lr=1e-2, target_update_interval=1000),
+    )
     batch = make_batch(20, b=4)
     losses = [learner.train(batch, 0, 0)["loss"] for _ in range(12)]
     assert np.isfinite(losses).all()

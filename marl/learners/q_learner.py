@@ -264,6 +264,10 @@ class QLearner(ChunkedBPTT):
 
         return jit(soft_update) if self.cfg.learner.use_jit else soft_update
 
+    def histograms(self, batch: EpisodeBatch) -> dict[str, np.ndarray]:
+        """Distributions the trainer logs to MindInsight every ``log.histogram_interval`` env steps."""
+        return {"q_taken": self.q_values_for_histogram(batch)}
+
     def q_values_for_histogram(self, batch: EpisodeBatch) -> np.ndarray:
         """Online Q-values of the actions taken at every real transition of ``batch`` (1-D, for logging
         histograms). Runs eagerly (no extra compile); meant for occasional calls."""

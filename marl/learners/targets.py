@@ -71,6 +71,29 @@ def lambda_return_matrices(t_slots: int, gamma: float, td_lambda: float) -> tupl
     return np.ascontiguousarray(m.T, dtype=np.float32), pow_vec.astype(np.float32)
 
 
+def td_lambda_targets_reference(
+    reward_BT1: np.ndarray,
+    terminated_BT1: np.ndarray,
+    mask_BT1: np.ndarray,
+    target_q_BTK: np.ndarray,
+    gamma: float,
+    td_lambda: float,
+) -> np.ndarray:
+    """The readable form of :func:`td_lambda_targets`: pymarl2's backward recursion, in NumPy.
+
+    ``G_{T-1} = Q_{T-1} (1 - terminated anywhere)`` and, going back in time,
+    ``G_t = lambda gamma G_{t+1} + mask_t (r_t + (1 - lambda) gamma Q_{t+1} (1 - term_t))``; returns the
+    ``T-1`` targets ``(B, T-1, K)``. The fast form is tested equal to this one.
+    """
+    q = np.asarray(target_q_BTK, dtype=np.float64)
+    ret = np.zeros_like(q)
+    ret[:, -1] = q[:, -1] * (1.0 - np.asarray(terminated_BT1).sum(axis=1))
+    for t in range(q.shape[1] - 2, -1, -1):
+        bootstrap = (1.0 - td_lambda) * gamma * q[:, t + 1] * (1.0 - terminated_BT1[:, t])
+        ret[:, t] = td_lambda * gamma * ret[:, t + 1] + mask_BT1[:, t] * (reward_BT1[:, t] + bootstrap)
+    return ret[:, :-1]
+
+
 def td_lambda_targets(
     reward_BT1: ms.Tensor,
     terminated_BT1: ms.Tensor,
@@ -81,7 +104,8 @@ def td_lambda_targets(
     gamma: float,
     td_lambda: float,
 ) -> ms.Tensor:
-    """Loop-free TD(lambda) targets ``(B, T-1, K)`` (pymarl2's ``build_td_lambda_targets``).
+    """Loop-free TD(lambda) targets ``(B, T-1, K)`` (pymarl2's ``build_td_lambda_targets``); the readable
+    loop is :func:`td_lambda_targets_reference`.
 
     ``reward/terminated/mask`` cover the ``T-1`` transitions; ``target_q_BTK`` covers all ``T`` slots
     (``K`` = 1 after a mixer, ``N`` for independent learners); ``m_t, pow_vec`` come from
@@ -150,4 +174,3 @@ def live_chunks(mask_BT1: np.ndarray, chunk: int) -> tuple[np.ndarray, np.ndarra
     live = chunk_view(mask_BT1, chunk, n_chunks)[..., 0].sum(axis=2) > 0  # (B, K)
     b_idx, k_idx = np.nonzero(live)
     return b_idx, k_idx
-

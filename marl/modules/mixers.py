@@ -50,8 +50,12 @@ class QMixer(nn.Cell):
         hypernet_dim: int = 64,
     ) -> None:
         super().__init__()
-        for name, value in (("n_agents", n_agents), ("state_dim", state_dim), ("embed_dim", embed_dim),
-                            ("hypernet_dim", hypernet_dim)):
+        for name, value in (
+            ("n_agents", n_agents),
+            ("state_dim", state_dim),
+            ("embed_dim", embed_dim),
+            ("hypernet_dim", hypernet_dim),
+        ):
             if not isinstance(value, int) or value <= 0:
                 raise ValueError(f"QMixer {name} must be a positive int, got {value!r}")
         if hypernet_layers not in (1, 2):
@@ -78,6 +82,21 @@ class QMixer(nn.Cell):
         w_final = _abs(self.hyper_w_final(s))
         y = self.matmul(hidden * w_final, self._sum_embed) + self.V(s)
         return y.reshape(b, t, 1)
+
+
+def qmix_reference(mixer: QMixer, q_BTN: ms.Tensor, state_BTS: ms.Tensor) -> ms.Tensor:
+    """The readable form of :meth:`QMixer.construct` (pymarl's batched-matmul QMixer) with the same
+    weights: ``hidden = elu(q^T W1 + b1)``, ``Q_tot = hidden w_final + V(s)``. The fast form is tested
+    equal to this one."""
+    b, t, n = q_BTN.shape
+    e = mixer.embed_dim
+    s = state_BTS.reshape(b * t, mixer.state_dim)
+    w1 = ops.abs(mixer.hyper_w_1(s)).reshape(b * t, n, e)
+    b1 = mixer.hyper_b_1(s).reshape(b * t, 1, e)
+    hidden = ops.elu(ops.bmm(q_BTN.reshape(b * t, 1, n), w1) + b1)  # (BT, 1, E)
+    w_final = ops.abs(mixer.hyper_w_final(s)).reshape(b * t, e, 1)
+    v = mixer.V(s).reshape(b * t, 1, 1)
+    return (ops.bmm(hidden, w_final) + v).reshape(b, t, 1)
 
 
 def _abs(x: ms.Tensor) -> ms.Tensor:
