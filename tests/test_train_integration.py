@@ -44,8 +44,10 @@ def _scalar(run_dir: Path, key: str) -> list[tuple[int, float]]:
 
 @pytest.mark.parametrize("alg", ["qmix", "vdn", "iql"])
 def test_value_decomposition_algs_train_on_fake_env(tmp_path, alg):
-    cfg = _cfg(tmp_path, alg, ("run_name=r",))
+    cfg = _cfg(tmp_path, alg, ("run_name=r", "log.histogram_interval=100"))
     run_dir = Trainer(cfg).run()
+    hists = [r for r in _records(run_dir) if r.get("key") == "q_taken" and "hist" in r]
+    assert hists and hists[0]["hist"]["n"] > 0  # the Q-value histograms reach the log (and MindInsight)
     losses = [v for _, v in _scalar(run_dir, "loss")]
     assert losses and all(np.isfinite(losses))
     assert _scalar(run_dir, "test_win_rate"), "no greedy test phase was logged"
