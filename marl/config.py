@@ -13,9 +13,9 @@ name and the expected type. Command-line keys may be dotted (``learner.lr=5e-4``
 leaf name (``lr=5e-4``, ``t_max=20000``); dict fields take nested keys (``env.args.reward_sparse=true``).
 
 This module holds the layering, loading and saving. Key resolution and value coercion live in
-:mod:`marl.config_keys`, the argument-parser helpers used by every training script
-(:func:`build_arg_parser`, :func:`config_from_args`) in :mod:`marl.config_cli`; both modules' public
-names are importable from here as well (the CLI ones lazily, since that module builds on this one).
+:mod:`marl.config_keys` (its public names are re-exported here), the argument-parser helpers used by every
+training script (:func:`build_arg_parser`, :func:`config_from_args`) in :mod:`marl.config_cli`, which
+builds on this module.
 """
 
 from __future__ import annotations
@@ -46,17 +46,6 @@ from marl.config_schema import Config
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
 MAP_ALG_SECTION = "by_alg"  # in configs/maps/<map>.yaml: settings that apply to one algorithm only
 ALG_ENV_SECTION = "by_env"  # in configs/algs/<alg>.yaml: settings that apply in one environment only
-_CLI_NAMES = frozenset({"build_arg_parser", "config_from_args"})  # defined in marl.config_cli
-
-
-def __getattr__(name: str) -> Any:
-    """``from marl.config import build_arg_parser`` (or ``config_from_args``): loaded from
-    :mod:`marl.config_cli` on first use, which keeps the import graph free of cycles."""
-    if name in _CLI_NAMES:
-        from marl import config_cli
-
-        return getattr(config_cli, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ----------------------------------------------------------------------------------------- the layers

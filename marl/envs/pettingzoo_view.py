@@ -223,6 +223,6 @@ def to_pettingzoo(
 
 def pettingzoo_env(map_name: str, render_mode: str | None = None, **kwargs: Any) -> MultiAgentParallelEnv:
     """``StarCraft2Env(map_name, **kwargs)`` (the embedded SMAC engine) as a PettingZoo ``ParallelEnv``."""
-    from marl.envs.smac import StarCraft2Env  # lazy: keeps this module importable without the SMAC package
+    from marl.envs.smac.env import StarCraft2Env  # lazy; the module, not the package (which imports this one)
 
     return to_pettingzoo(StarCraft2Env(map_name, **kwargs), render_mode=render_mode)

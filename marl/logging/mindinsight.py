@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from marl.logging import ms_writer
+from marl.logging.ms_writer import install as install_ms_writer
 
 
 def _import_mindspore() -> Any:
@@ -49,7 +49,7 @@ class SummarySink:
         if self._ms is None:
             return
         self.summary_dir.mkdir(parents=True, exist_ok=True)
-        ms_writer.install(self._ms)  # MindSpore 2.10's writer process busy-waits; see ms_writer.py
+        install_ms_writer(self._ms)  # MindSpore 2.10's writer process busy-waits; see ms_writer.py
         try:
             # one packing worker is plenty for scalars; the default forks one per core
             self._record = self._ms.SummaryRecord(str(self.summary_dir), num_process=1)
