@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -250,4 +249,6 @@ def test_ippo_continuous_mlp_trains_on_mpe(tmp_path):
     assert not trainer.info.discrete and trainer.train_steps >= 2
     after = trainer.learner.actor_weights()
     assert not np.allclose(before["log_std"], after["log_std"])
-    assert replace(cfg).learner.critic == "local"
+    assert cfg.learner.critic == "local"  # ippo's config: each agent's value net sees its own obs
+    critic_in = trainer.learner.nets.critic.trainable_params()[0].shape[1]
+    assert critic_in == trainer.info.obs_shape + trainer.info.n_agents * int(cfg.agent.obs_agent_id)
