@@ -25,6 +25,7 @@ from marl.checkpoint import Checkpointer, latest, load_latest
 from marl.config import Config, config_from_dict, config_to_dict, dump_config
 from marl.envs.base import EnvInfo
 from marl.envs.factory import EnvFactory, make_env_fn, probe_env_info  # noqa: F401 (re-exported)
+from marl.learners.base import Learner
 from marl.logging import Logger
 from marl.run_folder import RunLock, create_run_dir, default_run_name
 from marl.runners import RolloutStats
@@ -49,12 +50,9 @@ def default_run_dir(cfg: Config) -> Path:
 class Trainer:
     """The episode trainer for every registered learner; see the module docstring.
 
-    A learner (registry kind ``learner``) provides ``make_controller(seed)`` (the acting policy the runner
-    calls), ``train(batch, t_env, episode) -> dict``, ``actor_weights()``, ``state_dict()`` /
-    ``load_state_dict()``, optionally ``histograms(batch) -> dict[str, array]`` (logged every
-    ``log.histogram_interval`` steps), and ``on_policy``: off-policy learners (QMIX, MADDPG, DQN, ...) train
-    on episodes sampled from the replay buffer after every rollout; on-policy learners (PPO, policy gradient)
-    train once on every ``learner.batch_size`` freshly collected episodes, which are then discarded.
+    A learner (registry kind ``learner``) provides :class:`marl.learners.base.Learner`: the acting policy,
+    ``train``, its weights and state, ``histograms`` (logged every ``log.histogram_interval`` steps) and
+    ``on_policy`` (replayed episodes, or each fresh batch once).
 
     Construction validates everything (config, environment, networks, a resumed checkpoint's shapes)
     before it writes anything; only then is the run folder created (or, on resume, locked and its logs
@@ -80,7 +78,9 @@ class Trainer:
             check_same_env(EnvInfo.from_dict(payload["meta"]["env_info"]), self.info, f"--resume {resume}")
         self.scheme = Scheme(self.info)
         self.learner = registry.build("learner", cfg.learner.name, info=self.info, cfg=cfg)
-        self.on_policy = bool(getattr(self.learner, "on_policy", False))
+        if not isinstance(self.learner, Learner):
+            raise TypeError(f"learner {cfg.learner.name!r} does not provide marl.learners.base.Learner")
+        self.on_policy = bool(self.learner.on_policy)
         self.buffer = None if self.on_policy else ReplayBuffer(self.scheme, cfg.learner.buffer_size)
         self.fresh: list[EpisodeBatch] = []  # on-policy: episodes collected since the last update
         self.controller = self.learner.make_controller(seed=cfg.seed)
@@ -220,10 +220,9 @@ class Trainer:
         weights = self.learner.actor_weights()
         self._check_finite(out, weights)
         self.controller.load_weights(weights)
-        histograms = getattr(self.learner, "histograms", None)  # optional: distributions for MindInsight
-        if histograms is not None and self.t_env - self.last["hist"] >= self.cfg.log.histogram_interval:
+        if self.t_env - self.last["hist"] >= self.cfg.log.histogram_interval:
             self.last["hist"] = self.t_env
-            for key, values in histograms(batch).items():
+            for key, values in self.learner.histograms(batch).items():
                 self.logger.log_histogram(key, values, self.t_env)
         return out
 

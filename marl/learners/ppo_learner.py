@@ -28,6 +28,7 @@ from marl.config_schema import Config
 from marl.controllers.mac import build_agent_inputs, input_dim
 from marl.controllers.policy_controller import PolicyController
 from marl.envs.base import EnvInfo
+from marl.learners.base import NoHistograms
 from marl.learners.optim import clip_and_apply, make_optimizer
 from marl.learners.returns import RunningMeanStd, gae
 from marl.learners.targets import bucketed_slots, check_time_bucket, transition_mask
@@ -56,7 +57,7 @@ AGENTS = ("rnn", "mlp")
 
 
 @register("learner", "ppo")
-class PPOLearner:
+class PPOLearner(NoHistograms):
     """MAPPO / IPPO / PPO by configuration (see the module docstring for papers and the procedure)."""
 
     on_policy = True

@@ -20,6 +20,7 @@ import numpy as np
 
 from marl.buffers.episode import EpisodeBatch
 from marl.config_schema import Config
+from marl.learners.base import NoHistograms
 from marl.learners.targets import transition_mask
 from marl.utils.ms import Tensor
 
@@ -70,7 +71,7 @@ def rng_from_array(rng: np.random.Generator, array: np.ndarray) -> None:
     rng.bit_generator.state = state
 
 
-class TransitionUpdates:
+class TransitionUpdates(NoHistograms):
     """Mixin for learners that train on transitions: :meth:`transition_updates` runs the gradient steps.
 
     The learner provides ``cfg``, ``rng``, ``last_t_env``, ``grad_steps``, ``minibatch(batch, inputs_BTNI,

@@ -1,0 +1,50 @@
+"""The boundary between the trainer and an algorithm: what every learner provides.
+
+The trainer (``marl/trainer.py``) relies on this protocol and nothing else; a learner is registered with
+``@register("learner", name)`` and built with ``(info: EnvInfo, cfg: Config)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from marl.buffers.episode import EpisodeBatch
+
+
+@runtime_checkable
+class Learner(Protocol):
+    """What the trainer calls.
+
+    ``on_policy``: False — the trainer trains on episodes sampled from the replay buffer after every rollout;
+    True — it trains once on every ``learner.batch_size`` fresh episodes, which are then dropped.
+    """
+
+    on_policy: bool
+
+    def make_controller(self, seed: int) -> Any:
+        """The acting policy the runner calls (NumPy; weights from :meth:`actor_weights`)."""
+
+    def train(self, batch: EpisodeBatch, t_env: int, episode: int) -> dict[str, float]:
+        """One update on ``batch``; its statistics (a non-finite one means the update was not applied)."""
+
+    def actor_weights(self) -> dict[str, np.ndarray]:
+        """The acting network's weights for the controller."""
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Everything needed to resume (networks, optimizer state, counters) as NumPy arrays."""
+
+    def load_state_dict(self, sd: dict[str, np.ndarray]) -> None:
+        """Restore :meth:`state_dict`."""
+
+    def histograms(self, batch: EpisodeBatch) -> dict[str, np.ndarray]:
+        """Distributions to log (MindInsight histograms); may be empty."""
+
+
+class NoHistograms:
+    """Mixin for learners that log no distributions."""
+
+    def histograms(self, batch: EpisodeBatch) -> dict[str, np.ndarray]:
+        """No distributions."""
+        return {}
