@@ -24,6 +24,7 @@ train: venv
 
 test: venv
 	$(PY) -m ruff check marl scripts tests benchmarks
+	$(PY) -m ruff format --check marl scripts tests benchmarks
 	$(PY) -m pytest -q
 
 test-fast: venv

@@ -126,7 +126,8 @@ def torch_peer(info: EnvInfo, cfg: Config, weights: dict[str, np.ndarray]):  # n
             ret[:, -1] = tmax[:, -1] * (1 - term.sum(dim=1))
             for t in range(ret.shape[1] - 2, -1, -1):
                 ret[:, t] = lam * gamma * ret[:, t + 1] + mask[:, t] * (
-                    reward[:, t] + (1 - lam) * gamma * tmax[:, t + 1] * (1 - term[:, t]))
+                    reward[:, t] + (1 - lam) * gamma * tmax[:, t + 1] * (1 - term[:, t])
+                )
             targets = ret[:, :-1]
         chosen = nets.mixer(chosen, state[:, :-1])
         td = (chosen - targets) * mask
@@ -237,14 +238,17 @@ def main() -> None:
     ]
     if torch_times:
         th_med = statistics.median(torch_times) * 1e3
-        lines.append(f"PyTorch   ms/step: median {th_med:.1f}  p10 {pct(torch_times, 10) * 1e3:.1f}  "
-                     f"p90 {pct(torch_times, 90) * 1e3:.1f}")
+        lines.append(
+            f"PyTorch   ms/step: median {th_med:.1f}  p10 {pct(torch_times, 10) * 1e3:.1f}  "
+            f"p90 {pct(torch_times, 90) * 1e3:.1f}"
+        )
         lines.append(f"ratio MindSpore/PyTorch (medians): {ms_med / th_med:.2f}x")
     lines.append(f"MindSpore first call {first_call:.1f} s -> compile ~{compile_s:.1f} s")
     act1 = acting_latency(info, learner, 1, args.acting_calls)
     act8 = acting_latency(info, learner, 8, args.acting_calls)
-    lines.append(f"acting (controller.select_actions, NumPy actor): 1 env {act1:.0f} us, "
-                 f"8 envs {act8:.0f} us")
+    lines.append(
+        f"acting (controller.select_actions, NumPy actor): 1 env {act1:.0f} us, 8 envs {act8:.0f} us"
+    )
     print("\n".join(lines))
 
     load = os.getloadavg()

@@ -81,10 +81,15 @@ def one(args: argparse.Namespace) -> dict:
         learner.train(batches[(i + 1) % 3], 0, i + 1)
         steps.append(time.perf_counter() - t0)
         cpus.append(time.process_time() - c0)
-    return {"compile_s": round(first, 2), "compile_cpu_s": round(first_cpu, 2),
-            "step_s": round(float(np.median(steps)), 3) if steps else None,
-            "step_cpu_s": round(float(np.median(cpus)), 3) if cpus else None,
-            "loss": stats["loss"], "chunk": learner.bptt_chunk, "load": round(os.getloadavg()[0], 1)}
+    return {
+        "compile_s": round(first, 2),
+        "compile_cpu_s": round(first_cpu, 2),
+        "step_s": round(float(np.median(steps)), 3) if steps else None,
+        "step_cpu_s": round(float(np.median(cpus)), 3) if cpus else None,
+        "loss": stats["loss"],
+        "chunk": learner.bptt_chunk,
+        "load": round(os.getloadavg()[0], 1),
+    }
 
 
 def main() -> None:
@@ -104,33 +109,67 @@ def main() -> None:
     if args.one:
         print("RESULT " + json.dumps(one(args)), flush=True)
         return
-    print(f"# {platform.platform()}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f} at start; "
-          f"sizes {args.sizes}, batch {args.batch}")
-    print("| T | mode | chunk | first call: wall s | first call: CPU s | step: wall s | step: CPU s | loss "
-          "| load |")
+    print(
+        f"# {platform.platform()}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f} at start; "
+        f"sizes {args.sizes}, batch {args.batch}"
+    )
+    print(
+        "| T | mode | chunk | first call: wall s | first call: CPU s | step: wall s | step: CPU s | loss "
+        "| load |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for limit in [int(x) for x in args.limits.split(",")]:
         for mode in args.modes.split(","):
-            cmd = [sys.executable, __file__, "--one", "--limit", str(limit), "--mode", mode, "--sizes",
-                   args.sizes, "--batch", str(args.batch), "--steps", str(args.steps), "--chunk",
-                   str(args.chunk), "--recursion-limit", str(args.recursion_limit)]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--one",
+                "--limit",
+                str(limit),
+                "--mode",
+                mode,
+                "--sizes",
+                args.sizes,
+                "--batch",
+                str(args.batch),
+                "--steps",
+                str(args.steps),
+                "--chunk",
+                str(args.chunk),
+                "--recursion-limit",
+                str(args.recursion_limit),
+            ]
             t0 = time.perf_counter()
             try:
                 out = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, cwd="/tmp")
                 res = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
                 if res:
-                    r = json.loads(res[-1][len("RESULT "):])
-                    cells = [limit + 1, mode, r["chunk"], r["compile_s"], r["compile_cpu_s"], r["step_s"],
-                             r.get("step_cpu_s"), f"{r['loss']:.5f}", r["load"]]
+                    r = json.loads(res[-1][len("RESULT ") :])
+                    cells = [
+                        limit + 1,
+                        mode,
+                        r["chunk"],
+                        r["compile_s"],
+                        r["compile_cpu_s"],
+                        r["step_s"],
+                        r.get("step_cpu_s"),
+                        f"{r['loss']:.5f}",
+                        r["load"],
+                    ]
                     print("| " + " | ".join(str(x) for x in cells) + " |", flush=True)
                 else:
-                    err = (out.stderr.strip().splitlines() or ["?"])
+                    err = out.stderr.strip().splitlines() or ["?"]
                     msg = next((ln for ln in reversed(err) if "Error" in ln), err[-1])[:160]
-                    print(f"| {limit + 1} | {mode} | | failed after {time.perf_counter() - t0:.0f} s | | | | "
-                          f"| rc {out.returncode}: {msg} |", flush=True)
+                    print(
+                        f"| {limit + 1} | {mode} | | failed after {time.perf_counter() - t0:.0f} s | | | | "
+                        f"| rc {out.returncode}: {msg} |",
+                        flush=True,
+                    )
             except subprocess.TimeoutExpired:
-                print(f"| {limit + 1} | {mode} | | > {args.timeout:.0f} s (killed) | | | | | timeout |",
-                      flush=True)
+                print(
+                    f"| {limit + 1} | {mode} | | > {args.timeout:.0f} s (killed) | | | | | timeout |",
+                    flush=True,
+                )
     print(f"# load {os.getloadavg()[0]:.1f} at end")
 
 

@@ -107,10 +107,12 @@ def main() -> None:
 
             ray.shutdown()
     print()
-    print(f"{datetime.date.today()}, {platform.node()}, nproc={os.cpu_count()}, "
-          f"1-min load average {load0:.2f} before / {os.getloadavg()[0]:.2f} after, "
-          f"env {args.env} {args.map} ({args.backend}), {args.step_delay_ms:g} ms step delay, "
-          f"{args.seconds:g} s per row")
+    print(
+        f"{datetime.date.today()}, {platform.node()}, nproc={os.cpu_count()}, "
+        f"1-min load average {load0:.2f} before / {os.getloadavg()[0]:.2f} after, "
+        f"env {args.env} {args.map} ({args.backend}), {args.step_delay_ms:g} ms step delay, "
+        f"{args.seconds:g} s per row"
+    )
     print()
     print("| workers | envs | runner | env steps/s | steps timed |")
     print("|---|---|---|---|---|")

@@ -142,25 +142,40 @@ def bench_full(name: str, n_envs: int, seconds: float) -> dict:
 def cold_compile_seconds() -> float:
     """Import + reset + first step of 3m (engine and SMAC features) in a fresh process with an empty Numba
     cache."""
-    code = ("import time; t0 = time.perf_counter(); import numpy as np; "
-            "from marl.envs.smac.batched_env import BatchedStarCraft2Env; "
-            "e = BatchedStarCraft2Env('3m', 1, 0); e.reset(); e.step(np.ones((1, 3), int)); "
-            "e.engine.avail_actions(); print(time.perf_counter() - t0)")
+    code = (
+        "import time; t0 = time.perf_counter(); import numpy as np; "
+        "from marl.envs.smac.batched_env import BatchedStarCraft2Env; "
+        "e = BatchedStarCraft2Env('3m', 1, 0); e.reset(); e.step(np.ones((1, 3), int)); "
+        "e.engine.avail_actions(); print(time.perf_counter() - t0)"
+    )
     with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                             env=dict(os.environ, NUMBA_CACHE_DIR=tmp), check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=dict(os.environ, NUMBA_CACHE_DIR=tmp),
+            check=True,
+        )
     return float(out.stdout.strip().splitlines()[-1])
 
 
 def bench_smax(name: str, n_envs: int, seconds: float) -> dict | None:
     """Run the SMAX worker in the bench venv; None (with a message) if that venv is missing."""
     if not BENCH_PY.exists():
-        print(f"SMAX skipped: {BENCH_PY} missing "
-              "(python3 -m venv .venv-bench && .venv-bench/bin/pip install jaxmarl)")
+        print(
+            f"SMAX skipped: {BENCH_PY} missing "
+            "(python3 -m venv .venv-bench && .venv-bench/bin/pip install jaxmarl)"
+        )
         return None
     env = dict(os.environ, JAX_PLATFORMS="cpu")
-    out = subprocess.run([str(BENCH_PY), "-c", _SMAX_WORKER, name, str(n_envs), str(seconds)],
-                         capture_output=True, text=True, env=env, timeout=900)
+    out = subprocess.run(
+        [str(BENCH_PY), "-c", _SMAX_WORKER, name, str(n_envs), str(seconds)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     if out.returncode != 0:
         print(f"SMAX {name} x{n_envs} failed:\n{out.stderr[-2000:]}")
         return None
@@ -187,8 +202,11 @@ def main() -> None:
             load1 = os.getloadavg()[0]
             rows.append((name, n, full, ours, smax, load0, load1))
             s = f"{smax['sps']:.0f}" if smax else "n/a"
-            print(f"{name} x{n}: full env step {full['sps']:.0f} sps, engine only {ours['sps']:.0f} sps, "
-                  f"SMAX {s} (load {load0:.1f} -> {load1:.1f})", flush=True)
+            print(
+                f"{name} x{n}: full env step {full['sps']:.0f} sps, engine only {ours['sps']:.0f} sps, "
+                f"SMAX {s} (load {load0:.1f} -> {load1:.1f})",
+                flush=True,
+            )
     load_end = os.getloadavg()
 
     def fmt(load: tuple[float, float, float]) -> str:
@@ -215,13 +233,17 @@ def main() -> None:
     ]
     for name, n, full, ours, smax, load0, load1 in rows:
         if smax:
-            lines.append(f"| {name} | {n} | {full['sps']:.0f} | {ours['sps']:.0f} | {smax['sps']:.0f} | "
-                         f"{smax['scan_sps']:.0f} | {full['sps'] / smax['sps']:.2f} | "
-                         f"{full['sps'] / smax['scan_sps']:.2f} | {ours['sps'] / smax['sps']:.2f} | "
-                         f"{smax['compile_s']:.1f} | {load0:.1f}→{load1:.1f} |")
+            lines.append(
+                f"| {name} | {n} | {full['sps']:.0f} | {ours['sps']:.0f} | {smax['sps']:.0f} | "
+                f"{smax['scan_sps']:.0f} | {full['sps'] / smax['sps']:.2f} | "
+                f"{full['sps'] / smax['scan_sps']:.2f} | {ours['sps'] / smax['sps']:.2f} | "
+                f"{smax['compile_s']:.1f} | {load0:.1f}→{load1:.1f} |"
+            )
         else:
-            lines.append(f"| {name} | {n} | {full['sps']:.0f} | {ours['sps']:.0f} | n/a | n/a | n/a | n/a "
-                         f"| n/a | n/a | {load0:.1f}→{load1:.1f} |")
+            lines.append(
+                f"| {name} | {n} | {full['sps']:.0f} | {ours['sps']:.0f} | n/a | n/a | n/a | n/a "
+                f"| n/a | n/a | {load0:.1f}→{load1:.1f} |"
+            )
     text = "\n".join(lines) + "\n"
     print(text)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

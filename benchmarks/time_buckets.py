@@ -55,8 +55,10 @@ def main() -> None:
         torch_step = torch_peer(info, cfg, params_to_numpy(learner.nets))
         cut = {  # pymarl: batch[:, :max_t_filled]; the last four arrays cover T - 1 transitions
             n: [
-                [torch.from_numpy(np.ascontiguousarray(x[:, : n + 1 if i in (0, 1, 6) else n]))
-                 for i, x in enumerate(batch_arrays(b, cfg))]
+                [
+                    torch.from_numpy(np.ascontiguousarray(x[:, : n + 1 if i in (0, 1, 6) else n]))
+                    for i, x in enumerate(batch_arrays(b, cfg))
+                ]
                 for b in batches[n]
             ]
             for n in LONGEST

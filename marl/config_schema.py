@@ -110,7 +110,9 @@ class RunnerConfig:
 class RayConfig:
     """Ray cluster and env workers for ``runner.name=ray`` (and ``scripts/sweep.py``)."""
 
-    address: str = ""  # "": $RAY_ADDRESS if set, else a local Ray started in-process | auto | ray://host:10001
+    address: str = (
+        ""  # "": $RAY_ADDRESS if set, else a local Ray started in-process | auto | ray://host:10001
+    )
     num_workers: int = 0  # env actors; runner.batch_size_run envs split evenly over them (0 = one per env)
     worker_cpus: float = 0.0  # CPUs reserved per env actor (1 on a cluster spreads them one per core)
     max_restarts: int = 3  # times Ray restarts a dead env actor (-1 = forever)

@@ -64,8 +64,9 @@ def summarize_run(
     return res
 
 
-def _run_one(cfg_dict: dict[str, Any], run_dir: str, map_name: str, seed: int, metric: str,
-             threshold: float) -> RunResult:
+def _run_one(
+    cfg_dict: dict[str, Any], run_dir: str, map_name: str, seed: int, metric: str, threshold: float
+) -> RunResult:
     """Body of one Ray task: train, then summarise (console output to ``run_dir/stdout.log``)."""
     from marl.trainer import Trainer
 
@@ -85,21 +86,30 @@ def _mean_std(values: Sequence[float]) -> str:
     return f"{np.mean(values):.3g} ± {np.std(values):.2g}"
 
 
-def summary_markdown(results: Sequence[RunResult], metric: str = METRIC, threshold: float = 0.95,
-                     title: str = "") -> str:
+def summary_markdown(
+    results: Sequence[RunResult], metric: str = METRIC, threshold: float = 0.95, title: str = ""
+) -> str:
     """Per-map table (mean ± std over seeds) followed by a per-run table, as Markdown."""
     pct = f"{threshold:.0%}"
     lines = [f"# {title}" if title else "# Sweep", ""]
-    lines += [f"| map | runs | final {metric} | env steps to {pct} | reached {pct} | failed |",
-              "|---|---|---|---|---|---|"]
+    lines += [
+        f"| map | runs | final {metric} | env steps to {pct} | reached {pct} | failed |",
+        "|---|---|---|---|---|---|",
+    ]
     for m in dict.fromkeys(r.map_name for r in results):
         rs = [r for r in results if r.map_name == m]
         ok = [r for r in rs if not r.error]
         reached = [float(r.steps_to) for r in ok if r.steps_to is not None]
-        lines.append(f"| {m} | {len(rs)} | {_mean_std([r.final for r in ok])} | {_mean_std(reached)} | "
-                     f"{len(reached)}/{len(ok)} | {len(rs) - len(ok)} |")
-    lines += ["", "Mean ± std over the seeds that finished; steps are over the runs that reached the "
-              f"threshold. {metric} comes from each run's greedy test phases (log.jsonl).", ""]
+        lines.append(
+            f"| {m} | {len(rs)} | {_mean_std([r.final for r in ok])} | {_mean_std(reached)} | "
+            f"{len(reached)}/{len(ok)} | {len(rs) - len(ok)} |"
+        )
+    lines += [
+        "",
+        "Mean ± std over the seeds that finished; steps are over the runs that reached the "
+        f"threshold. {metric} comes from each run's greedy test phases (log.jsonl).",
+        "",
+    ]
     lines += [f"| map | seed | final {metric} | steps to {pct} | run folder |", "|---|---|---|---|---|"]
     for r in results:
         final = "failed: " + r.error.splitlines()[-1][:80] if r.error else f"{r.final:.3f}"
@@ -139,21 +149,35 @@ def plot_sweep(results: Sequence[RunResult], png_path: str | Path, metric: str =
     return png_path
 
 
-def plan(alg: str, maps: Sequence[str], seeds: Sequence[int], out: Path, env: str | None = None,
-         overrides: Sequence[str] = ()) -> list[tuple[str, int, Path, dict[str, Any]]]:
+def plan(
+    alg: str,
+    maps: Sequence[str],
+    seeds: Sequence[int],
+    out: Path,
+    env: str | None = None,
+    overrides: Sequence[str] = (),
+) -> list[tuple[str, int, Path, dict[str, Any]]]:
     """``(map, seed, run_dir, config dict)`` per run; every config is resolved here, so bad keys fail now."""
     runs = []
     for m in maps:
         for s in seeds:
             run_dir = out / f"{alg}_{m}_seed{s}"
-            cfg = load_config(alg, env=env, map_name=m, overrides=[*overrides, f"seed={s}",
-                              f"results_dir={out}", f"run_name={run_dir.name}"])
+            cfg = load_config(
+                alg,
+                env=env,
+                map_name=m,
+                overrides=[*overrides, f"seed={s}", f"results_dir={out}", f"run_name={run_dir.name}"],
+            )
             runs.append((m, s, run_dir, config_to_dict(cfg)))
     return runs
 
 
-def run_sweep(runs: Sequence[tuple[str, int, Path, dict[str, Any]]], cpus_per_run: float = 1.0,
-              metric: str = METRIC, threshold: float = 0.95) -> list[RunResult]:
+def run_sweep(
+    runs: Sequence[tuple[str, int, Path, dict[str, Any]]],
+    cpus_per_run: float = 1.0,
+    metric: str = METRIC,
+    threshold: float = 0.95,
+) -> list[RunResult]:
     """Submit every run as a Ray task (Ray must be initialised); a failed run is reported, not fatal."""
     import ray
 
@@ -178,15 +202,20 @@ def run_sweep(runs: Sequence[tuple[str, int, Path, dict[str, Any]]], cpus_per_ru
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sweep.py", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="sweep.py",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--alg", default="qmix", help="algorithm config (default qmix)")
     p.add_argument("--maps", nargs="+", required=True, help="maps / scenarios, one experiment each")
     p.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 per map (default 5)")
     p.add_argument("--seed-start", type=int, default=0, help="first seed (default 0)")
     p.add_argument("--env", default=None, help="environment config (default: from the alg config)")
     p.add_argument("--out", default=None, help="sweep folder (default results/sweep_<alg>_<time>)")
-    p.add_argument("--address", default="", help="Ray address: '' (local Ray or $RAY_ADDRESS), auto, ray://h:p")
+    p.add_argument(
+        "--address", default="", help="Ray address: '' (local Ray or $RAY_ADDRESS), auto, ray://h:p"
+    )
     p.add_argument("--num-cpus", type=int, default=None, help="CPUs of a local Ray (default: all)")
     p.add_argument("--cpus-per-run", type=float, default=1.0, help="CPUs reserved per run (default 1)")
     p.add_argument("--metric", default=METRIC, help=f"logged key summarised (default {METRIC})")
@@ -208,8 +237,11 @@ def sweep_main(argv: Sequence[str] | None = None) -> tuple[Path, list[RunResult]
     out.mkdir(parents=True, exist_ok=True)
     owns = connect(args.address, args.num_cpus)
     try:
-        print(f"[sweep] {len(runs)} runs ({len(args.maps)} maps x {len(seeds)} seeds) -> {out}; "
-              f"cluster CPUs: {_ray().cluster_resources().get('CPU', 0):g}", flush=True)
+        print(
+            f"[sweep] {len(runs)} runs ({len(args.maps)} maps x {len(seeds)} seeds) -> {out}; "
+            f"cluster CPUs: {_ray().cluster_resources().get('CPU', 0):g}",
+            flush=True,
+        )
         results = run_sweep(runs, args.cpus_per_run, args.metric, args.threshold)
     finally:
         if owns:

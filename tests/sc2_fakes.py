@@ -19,10 +19,24 @@ from marl.envs.smac.types import MapSpec, UnitTable
 
 PB = load_pysc2()
 RL_BASE_ID = 1970  # a made-up id for the first RL unit type; real ids depend on the game build
-STOCK_IDS = {"colossus": 4, "baneling": 9, "marine": 48, "marauder": 51, "medivac": 54, "zealot": 73,
-             "stalker": 74, "spine_crawler": 98, "zergling": 105, "hydralisk": 107}
-RL_ORDER = {"MMM": ("marauder", "marine", "medivac"), "stalkers_and_zealots": ("stalker", "zealot"),
-            "colossi_stalkers_zealots": ("colossus", "stalker", "zealot"), "bane": ("baneling", "zergling")}
+STOCK_IDS = {
+    "colossus": 4,
+    "baneling": 9,
+    "marine": 48,
+    "marauder": 51,
+    "medivac": 54,
+    "zealot": 73,
+    "stalker": 74,
+    "spine_crawler": 98,
+    "zergling": 105,
+    "hydralisk": 107,
+}
+RL_ORDER = {
+    "MMM": ("marauder", "marine", "medivac"),
+    "stalkers_and_zealots": ("stalker", "zealot"),
+    "colossi_stalkers_zealots": ("colossus", "stalker", "zealot"),
+    "bane": ("baneling", "zergling"),
+}
 
 
 @dataclass
@@ -42,10 +56,22 @@ class FakeUnit:
     def proto(self):
         alliance = {1: PB.raw_pb.Self, 2: PB.raw_pb.Enemy}.get(self.owner, PB.raw_pb.Neutral)
         return PB.raw_pb.Unit(
-            display_type=PB.raw_pb.Visible, alliance=alliance, tag=self.tag, unit_type=self.unit_type,
-            owner=self.owner, pos=PB.common_pb.Point(x=self.x, y=self.y, z=8.0), facing=0.0, radius=0.5,
-            build_progress=1.0, health=self.health, health_max=self.health_max, shield=self.shield,
-            shield_max=self.shield_max, energy=self.energy, weapon_cooldown=self.cooldown)
+            display_type=PB.raw_pb.Visible,
+            alliance=alliance,
+            tag=self.tag,
+            unit_type=self.unit_type,
+            owner=self.owner,
+            pos=PB.common_pb.Point(x=self.x, y=self.y, z=8.0),
+            facing=0.0,
+            radius=0.5,
+            build_progress=1.0,
+            health=self.health,
+            health_max=self.health_max,
+            shield=self.shield,
+            shield_max=self.shield_max,
+            energy=self.energy,
+            weapon_cooldown=self.cooldown,
+        )
 
 
 def ally_type_id(spec: MapSpec, name: str) -> int:
@@ -62,9 +88,21 @@ def units_from_table(spec: MapSpec, table: UnitTable, tag_of: Callable[[int, int
             if side.health[i] <= 0:
                 continue
             uid = ally_type_id(spec, name) if owner == 1 else STOCK_IDS[name]
-            out.append(FakeUnit(tag_of(owner, i), uid, owner, float(side.pos[i, 0]), float(side.pos[i, 1]),
-                                float(side.health[i]), float(side.health_max[i]), float(side.shield[i]),
-                                float(side.shield_max[i]), float(side.energy[i]), float(side.cooldown[i])))
+            out.append(
+                FakeUnit(
+                    tag_of(owner, i),
+                    uid,
+                    owner,
+                    float(side.pos[i, 0]),
+                    float(side.pos[i, 1]),
+                    float(side.health[i]),
+                    float(side.health_max[i]),
+                    float(side.shield[i]),
+                    float(side.shield_max[i]),
+                    float(side.energy[i]),
+                    float(side.cooldown[i]),
+                )
+            )
     return out
 
 
@@ -83,17 +121,27 @@ def game_info(map_size=(32, 32), grid_xy=None, height_xy=None, playable=((0, 0),
         map_size=size,
         pathing_grid=PB.common_pb.ImageData(bits_per_pixel=1, size=size, data=encode_grid_1bit(grid_xy)),
         terrain_height=PB.common_pb.ImageData(
-            bits_per_pixel=8, size=size, data=np.flip(np.asarray(height_xy, np.uint8), 1).T.tobytes()),
-        playable_area=PB.common_pb.RectangleI(p0=PB.common_pb.PointI(x=playable[0][0], y=playable[0][1]),
-                                              p1=PB.common_pb.PointI(x=playable[1][0], y=playable[1][1])))
+            bits_per_pixel=8, size=size, data=np.flip(np.asarray(height_xy, np.uint8), 1).T.tobytes()
+        ),
+        playable_area=PB.common_pb.RectangleI(
+            p0=PB.common_pb.PointI(x=playable[0][0], y=playable[0][1]),
+            p1=PB.common_pb.PointI(x=playable[1][0], y=playable[1][1]),
+        ),
+    )
     return PB.sc_pb.ResponseGameInfo(map_name="fake", start_raw=start_raw)
 
 
 class FakeController:
     """Implements the pysc2 ``RemoteController`` calls that ``Sc2Engine`` makes."""
 
-    def __init__(self, spawn: Callable[[], list[FakeUnit]], info=None, spawn_delay: int = 1,
-                 respawn_delay: int = 3, extra_units: list[FakeUnit] | None = None) -> None:
+    def __init__(
+        self,
+        spawn: Callable[[], list[FakeUnit]],
+        info=None,
+        spawn_delay: int = 1,
+        respawn_delay: int = 3,
+        extra_units: list[FakeUnit] | None = None,
+    ) -> None:
         self.spawn, self.info = spawn, info if info is not None else game_info()
         self.spawn_delay, self.respawn_delay = spawn_delay, respawn_delay
         self.extra_units = list(extra_units or [])
@@ -201,6 +249,7 @@ def tag_source(start: int = 0x100000001) -> Callable[[], int]:
 def spawner(spec: MapSpec, table: UnitTable, tags: Callable[[], int], shuffle_allies: int | None = None):
     """A spawn function producing the units of ``table`` with fresh tags each time (a new army); the allies
     are listed in a shuffled order when ``shuffle_allies`` is a seed, the enemies always in table order."""
+
     def spawn() -> list[FakeUnit]:
         memo: dict[tuple[int, int], int] = {}
         units = units_from_table(spec, table, lambda o, i: memo.setdefault((o, i), tags()))
@@ -209,6 +258,7 @@ def spawner(spec: MapSpec, table: UnitTable, tags: Callable[[], int], shuffle_al
             order = np.random.default_rng(shuffle_allies).permutation(len(allies))
             units = [allies[k] for k in order] + [u for u in units if u.owner != 1]
         return units
+
     return spawn
 
 

@@ -28,9 +28,9 @@ def test_build_agent_inputs_layout() -> None:
     x = build_agent_inputs(obs, act, True, True)
     assert x.shape == (b, t, n, o + a + n)
     np.testing.assert_array_equal(x[..., :o], obs)
-    np.testing.assert_array_equal(x[:, 0, :, o:o + a], 0.0)  # no previous action at t = 0
-    np.testing.assert_array_equal(x[:, 1:, :, o:o + a], act[:, :-1])  # previous step's action
-    np.testing.assert_array_equal(x[0, 2, :, o + a:], np.eye(n))  # agent id one-hot
+    np.testing.assert_array_equal(x[:, 0, :, o : o + a], 0.0)  # no previous action at t = 0
+    np.testing.assert_array_equal(x[:, 1:, :, o : o + a], act[:, :-1])  # previous step's action
+    np.testing.assert_array_equal(x[0, 2, :, o + a :], np.eye(n))  # agent id one-hot
     prev = act[:, 0]
     x_prev = build_agent_inputs(obs, act, True, False, prev_action_BNA=prev)
     np.testing.assert_array_equal(x_prev[:, 0, :, o:], prev)
@@ -127,8 +127,11 @@ def test_acting_matches_learner_unroll_and_loaded_weights() -> None:
     np.testing.assert_allclose(np.stack(qs, 1), q_unroll, atol=1e-5)
     # forward_ms follows the loaded weights as well
     x = rng.normal(size=(2, mac.input_dim)).astype(np.float32)
-    np.testing.assert_allclose(mac.forward_ms(x, np.zeros((2, 8), np.float32))[0],
-                               other.forward_ms(x, np.zeros((2, 8), np.float32))[0], atol=1e-6)
+    np.testing.assert_allclose(
+        mac.forward_ms(x, np.zeros((2, 8), np.float32))[0],
+        other.forward_ms(x, np.zeros((2, 8), np.float32))[0],
+        atol=1e-6,
+    )
 
 
 def test_rows_keep_other_envs_untouched() -> None:

@@ -130,8 +130,14 @@ def test_dead_agents_are_removed_and_only_noop_is_accepted_for_them() -> None:
 @pytest.mark.parametrize("continuing", [False, True])
 def test_time_limit_is_a_truncation(base_cls: type, continuing: bool) -> None:
     env = to_pettingzoo(
-        base_cls(n_agents=2, n_enemies=1, enemy_hp=100, enemy_hit_prob=0.0, episode_limit=3,
-                 continuing_episode=continuing)
+        base_cls(
+            n_agents=2,
+            n_enemies=1,
+            enemy_hp=100,
+            enemy_hit_prob=0.0,
+            episode_limit=3,
+            continuing_episode=continuing,
+        )
     )
     env.reset(seed=0)
     for t in range(3):
@@ -160,8 +166,9 @@ def test_win_or_loss_on_the_last_step_is_a_termination(base_cls: type) -> None:
     _, _, term, trunc, infos = env.step({a: 2 if a == attacker else 1 for a in env.agents})
     assert all(term.values()) and not any(trunc.values()) and infos[attacker]["battle_won"]
     # loss: the only agent is killed on the only step
-    env = to_pettingzoo(base_cls(n_agents=1, n_enemies=1, enemy_hp=9, agent_hp=1, enemy_hit_prob=1.0,
-                                 episode_limit=1))
+    env = to_pettingzoo(
+        base_cls(n_agents=1, n_enemies=1, enemy_hp=9, agent_hp=1, enemy_hit_prob=1.0, episode_limit=1)
+    )
     env.reset(seed=0)
     _, _, term, trunc, infos = env.step({"agent_0": 1})
     assert term == {"agent_0": True} and trunc == {"agent_0": False} and not infos["agent_0"]["battle_won"]

@@ -17,9 +17,17 @@ from marl.utils.ms import Tensor, setup
 
 setup(1, seed=0)
 
-TINY = ["learner.batch_size=4", "runner.batch_size_run=2", "log.log_interval=50", "log.test_interval=100",
-        "log.test_nepisode=2", "log.mindinsight=false", "checkpoint.save_interval=0", "agent.hidden_dim=16",
-        "learner.critic_hidden_dim=16"]
+TINY = [
+    "learner.batch_size=4",
+    "runner.batch_size_run=2",
+    "log.log_interval=50",
+    "log.test_interval=100",
+    "log.test_nepisode=2",
+    "log.mindinsight=false",
+    "checkpoint.save_interval=0",
+    "agent.hidden_dim=16",
+    "learner.critic_hidden_dim=16",
+]
 
 
 def _padded(b: int, t_slots: int, lengths: list[int], terminal: list[bool]):  # noqa: ANN202
@@ -51,18 +59,33 @@ def test_discounted_returns_match_naive_loop_and_gae_lambda_one():
 
 def test_pg_loss_is_the_score_function_objective(tmp_path):
     info = EnvInfo(n_agents=1, n_actions=3, obs_shape=4, state_shape=4, episode_limit=5)
-    cfg = load_config("pg", env="fake", overrides=[*TINY, f"results_dir={tmp_path}", "learner.entropy_coef=0",
-                                                   "learner.value_coef=0", "learner.ppo_epochs=7"])
+    cfg = load_config(
+        "pg",
+        env="fake",
+        overrides=[
+            *TINY,
+            f"results_dir={tmp_path}",
+            "learner.entropy_coef=0",
+            "learner.value_coef=0",
+            "learner.ppo_epochs=7",
+        ],
+    )
     learner = PGLearner(info, cfg)
     assert learner.cfg.learner.ppo_epochs == 1 and learner.cfg.learner.value_clip == 0.0  # forced
     rng = np.random.default_rng(1)
     batch = EpisodeBatch(Scheme(info), 4)
     for t in range(6):
-        vals = {"obs": rng.normal(size=(4, 1, 4)), "state": rng.normal(size=(4, 4)),
-                "avail_actions": np.ones((4, 1, 3))}
+        vals = {
+            "obs": rng.normal(size=(4, 1, 4)),
+            "state": rng.normal(size=(4, 4)),
+            "avail_actions": np.ones((4, 1, 3)),
+        }
         if t < 5:
-            vals.update(actions=rng.integers(0, 3, (4, 1)), reward=rng.normal(size=(4, 1)),
-                        terminated=np.zeros((4, 1)))
+            vals.update(
+                actions=rng.integers(0, 3, (4, 1)),
+                reward=rng.normal(size=(4, 1)),
+                terminated=np.zeros((4, 1)),
+            )
         batch.update(vals, t)
     arr = learner._arrays(batch)
     ins = [Tensor(np.ascontiguousarray(arr[k])) for k in ("actor_in", "critic_in", "avail", "actions")]
@@ -76,9 +99,12 @@ def test_pg_loss_is_the_score_function_objective(tmp_path):
 
 def test_pg_trains_on_gym_cartpole_with_jit(tmp_path):
     pytest.importorskip("gymnasium")
-    cfg = load_config("pg", env="gym", map_name="CartPole-v1",
-                      overrides=[*TINY, f"results_dir={tmp_path}", "run_name=r", "t_max=300",
-                                 "env.args.episode_limit=30"])
+    cfg = load_config(
+        "pg",
+        env="gym",
+        map_name="CartPole-v1",
+        overrides=[*TINY, f"results_dir={tmp_path}", "run_name=r", "t_max=300", "env.args.episode_limit=30"],
+    )
     trainer = Trainer(cfg)
     before = trainer.learner.actor_weights()
     trainer.run()

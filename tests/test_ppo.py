@@ -21,9 +21,19 @@ from marl.utils.ms import Tensor, ms, setup
 
 setup(1, seed=0)  # before any MindSpore op (the device can be set only then)
 
-TINY = ["learner.batch_size=4", "runner.batch_size_run=2", "log.log_interval=50", "log.test_interval=100",
-        "log.test_nepisode=2", "log.mindinsight=false", "checkpoint.save_interval=0", "agent.hidden_dim=16",
-        "learner.critic_hidden_dim=16", "learner.ppo_epochs=2", "learner.num_minibatches=2"]
+TINY = [
+    "learner.batch_size=4",
+    "runner.batch_size_run=2",
+    "log.log_interval=50",
+    "log.test_interval=100",
+    "log.test_nepisode=2",
+    "log.mindinsight=false",
+    "checkpoint.save_interval=0",
+    "agent.hidden_dim=16",
+    "learner.critic_hidden_dim=16",
+    "learner.ppo_epochs=2",
+    "learner.num_minibatches=2",
+]
 
 
 def _cfg(tmp_path: Path, alg: str, env: str, extra: tuple[str, ...] = ()):  # noqa: ANN202
@@ -93,8 +103,11 @@ def _random_batch(info: EnvInfo, b: int, seed: int) -> EpisodeBatch:
     for t in range(info.episode_limit + 1):
         avail = (rng.random((b, info.n_agents, info.n_actions)) < 0.6).astype(np.int32)
         avail[..., 0] = 1
-        vals = {"obs": rng.normal(size=(b, info.n_agents, info.obs_shape)),
-                "state": rng.normal(size=(b, info.state_shape)), "avail_actions": avail}
+        vals = {
+            "obs": rng.normal(size=(b, info.n_agents, info.obs_shape)),
+            "state": rng.normal(size=(b, info.state_shape)),
+            "avail_actions": avail,
+        }
         if t < info.episode_limit:
             if info.discrete:
                 act = np.array([[rng.choice(np.flatnonzero(r)) for r in env] for env in avail])
@@ -116,13 +129,16 @@ def _loss_inputs(learner: PPOLearner, batch: EpisodeBatch, ratio: float, adv_sig
     return [*ins, old_logp, adv, zeros, zeros, Tensor(arr["mask"])]
 
 
-@pytest.mark.parametrize(("ratio", "adv_sign", "zero_grad"), [
-    (1.5, 1.0, True),    # ratio > 1 + eps with A > 0: clipped, no push further up
-    (0.5, -1.0, True),   # ratio < 1 - eps with A < 0: clipped, no push further down
-    (1.5, -1.0, False),  # ratio > 1 + eps with A < 0: the unclipped term is the minimum -> gradient
-    (0.5, 1.0, False),   # ratio < 1 - eps with A > 0: gradient pulls it back up
-    (1.1, 1.0, False),   # inside the trust region
-])
+@pytest.mark.parametrize(
+    ("ratio", "adv_sign", "zero_grad"),
+    [
+        (1.5, 1.0, True),  # ratio > 1 + eps with A > 0: clipped, no push further up
+        (0.5, -1.0, True),  # ratio < 1 - eps with A < 0: clipped, no push further down
+        (1.5, -1.0, False),  # ratio > 1 + eps with A < 0: the unclipped term is the minimum -> gradient
+        (0.5, 1.0, False),  # ratio < 1 - eps with A > 0: gradient pulls it back up
+        (1.1, 1.0, False),  # inside the trust region
+    ],
+)
 def test_clipped_objective_gradient(tmp_path, ratio, adv_sign, zero_grad):
     learner, info = _fake_learner(tmp_path, "learner.entropy_coef=0", "learner.value_coef=0", "use_jit=false")
     inputs = _loss_inputs(learner, _random_batch(info, 4, 0), ratio, adv_sign)
@@ -189,8 +205,10 @@ def test_jit_step_equals_eager_step(tmp_path):
     sd_j, sd_e = jitted.state_dict(), eager.state_dict()
     for k, v in sd_j.items():
         np.testing.assert_allclose(v, sd_e[k], rtol=1e-4, atol=1e-6, err_msg=k)
-    assert not np.allclose(sd_j["nets/actor.agent.fc1.weight"], _fake_learner(tmp_path)[0].state_dict()[
-        "nets/actor.agent.fc1.weight"])  # the step changed the weights
+    assert not np.allclose(
+        sd_j["nets/actor.agent.fc1.weight"],
+        _fake_learner(tmp_path)[0].state_dict()["nets/actor.agent.fc1.weight"],
+    )  # the step changed the weights
 
 
 def test_time_buckets_cut_padding_without_changing_the_update(tmp_path):
@@ -241,8 +259,18 @@ def test_mappo_rnn_trains_on_fake_env_and_resumes(tmp_path):
 
 
 def test_ippo_continuous_mlp_trains_on_mpe(tmp_path):
-    cfg = _cfg(tmp_path, "ippo", "mpe", ("t_max=60", "agent.name=mlp", "env.map_name=simple_spread",
-                                          "env.args.continuous_actions=true", "env.args.max_cycles=5"))
+    cfg = _cfg(
+        tmp_path,
+        "ippo",
+        "mpe",
+        (
+            "t_max=60",
+            "agent.name=mlp",
+            "env.map_name=simple_spread",
+            "env.args.continuous_actions=true",
+            "env.args.max_cycles=5",
+        ),
+    )
     trainer = Trainer(cfg)
     before = trainer.learner.actor_weights()
     trainer.run()

@@ -33,15 +33,15 @@ def long_batch(info: EnvInfo, b: int, seed: int) -> EpisodeBatch:
     d, n, a, lim = eb.data, info.n_agents, info.n_actions, info.episode_limit
     for row in range(b):
         ep = int(rng.integers(100, lim + 1))
-        d["obs"][row, :ep + 1] = rng.normal(size=(ep + 1, n, info.obs_shape))
-        d["state"][row, :ep + 1] = rng.normal(size=(ep + 1, info.state_shape))
-        d["avail_actions"][row, :ep + 1] = 1
+        d["obs"][row, : ep + 1] = rng.normal(size=(ep + 1, n, info.obs_shape))
+        d["state"][row, : ep + 1] = rng.normal(size=(ep + 1, info.state_shape))
+        d["avail_actions"][row, : ep + 1] = 1
         act = rng.integers(0, a, size=(ep, n))
         d["actions"][row, :ep, :, 0] = act
         d["actions_onehot"][row, :ep] = np.eye(a, dtype=np.float32)[act]
         d["reward"][row, :ep, 0] = rng.normal(size=ep)
         d["terminated"][row, ep - 1, 0] = float(ep < lim)
-        d["filled"][row, :ep + 1, 0] = 1.0
+        d["filled"][row, : ep + 1, 0] = 1.0
     return eb
 
 
@@ -65,8 +65,9 @@ def test_resolve_bptt_chunk_auto_rule() -> None:
     assert resolve_bptt_chunk(7, 400, False) == 0  # a feed-forward agent has no time loop to cut
     with pytest.raises(ValueError, match="bptt_chunk"):
         resolve_bptt_chunk(-2, 400, True)
-    mlp = QLearner(INFO, Config(learner=LearnerConfig(use_jit=False, bptt_chunk=2),
-                                agent=AgentConfig(name="mlp")))
+    mlp = QLearner(
+        INFO, Config(learner=LearnerConfig(use_jit=False, bptt_chunk=2), agent=AgentConfig(name="mlp"))
+    )
     assert mlp.bptt_chunk == 0
 
 
@@ -111,8 +112,14 @@ def test_chunk_view_and_live_chunks() -> None:
     mask = np.zeros((3, 6, 1), np.float32)
     mask[0, :6], mask[1, :2], mask[2, :3] = 1, 1, 1
     b_idx, k_idx = live_chunks(mask, 2)  # episode 1 has 1 live chunk, episode 2 has 2, episode 0 all 3
-    assert list(zip(b_idx.tolist(), k_idx.tolist(), strict=True)) == [(0, 0), (0, 1), (0, 2), (1, 0), (2, 0),
-                                                                       (2, 1)]
+    assert list(zip(b_idx.tolist(), k_idx.tolist(), strict=True)) == [
+        (0, 0),
+        (0, 1),
+        (0, 2),
+        (1, 0),
+        (2, 0),
+        (2, 1),
+    ]
 
 
 def test_unroll_from_carries_the_hidden_state() -> None:
@@ -146,8 +153,9 @@ def test_chunked_loss_equals_whole_episode(mixer: str) -> None:
             assert diff < 1e-5, (chunk, diff)
         else:  # truncated, but pointing the same way
             assert diff > 1e-4 and _cos(grads_w, grads_c) > 0.95, (chunk, diff)
-    np.testing.assert_allclose(learner.q_values_for_histogram(batch), whole.q_values_for_histogram(batch),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        learner.q_values_for_histogram(batch), whole.q_values_for_histogram(batch), atol=1e-6
+    )
 
 
 def test_truncation_is_the_only_difference() -> None:
@@ -159,7 +167,7 @@ def test_truncation_is_the_only_difference() -> None:
     for net in ("agent", "target_agent"):
         sd[f"nets/{net}.rnn.weight_hh"] = np.zeros_like(sd[f"nets/{net}.rnn.weight_hh"])
         for b in ("bias_ih", "bias_hh"):
-            sd[f"nets/{net}.rnn.{b}"][hd:2 * hd] = -60.0  # sigmoid(-120) = 0 in float32
+            sd[f"nets/{net}.rnn.{b}"][hd : 2 * hd] = -60.0  # sigmoid(-120) = 0 in float32
     whole.load_state_dict(sd)
     chunked = QLearner(INFO, cfg(bptt_chunk=2))
     chunked.load_state_dict(sd)

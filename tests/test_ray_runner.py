@@ -28,8 +28,13 @@ def cluster():
     """A fresh local Ray on 127.0.0.1 for this module, stopped afterwards."""
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(address="local", num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
-             logging_level="WARNING")
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        logging_level="WARNING",
+    )
     assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}
     yield
     ray.shutdown()
@@ -177,8 +182,9 @@ def test_registry_and_config(cluster, weights):
     cfg = load_config("qmix", env="fake", overrides=overrides)
     assert cfg.ray == RayConfig(num_workers=1)
     # what the Trainer does: the factory reads runner.batch_size_run and the ray section from the config
-    runner = registry.build("runner", "ray", env_fn=EnvFn(), scheme=_scheme(),
-                            controller=_controller(weights), cfg=cfg)
+    runner = registry.build(
+        "runner", "ray", env_fn=EnvFn(), scheme=_scheme(), controller=_controller(weights), cfg=cfg
+    )
     try:
         assert runner.venv.n_workers == 1 and runner.n_envs == 3
         batch, stats = runner.run(0)

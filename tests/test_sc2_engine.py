@@ -66,14 +66,23 @@ def sort_allies(side: SideTable, spec) -> SideTable:
     """Reorder rows by (type rank, x, y), the agent order of the game."""
     rank = {u: k for k, u in enumerate(dict.fromkeys(spec.ally_types))}
     idx = sorted(range(len(side.unit_type)), key=lambda i: (rank[side.unit_type[i]], *side.pos[i]))
-    return SideTable(tuple(side.unit_type[i] for i in idx), side.pos[idx], side.health[idx],
-                     side.health_max[idx], side.shield[idx], side.shield_max[idx], side.cooldown[idx],
-                     side.energy[idx])
+    return SideTable(
+        tuple(side.unit_type[i] for i in idx),
+        side.pos[idx],
+        side.health[idx],
+        side.health_max[idx],
+        side.shield[idx],
+        side.shield_max[idx],
+        side.cooldown[idx],
+        side.energy[idx],
+    )
 
 
 def make_table(spec, rng, alive_frac=1.0) -> UnitTable:
-    return UnitTable(sort_allies(make_side(spec.ally_types, rng, alive_frac), spec),
-                     make_side(spec.enemy_types, rng, alive_frac))
+    return UnitTable(
+        sort_allies(make_side(spec.ally_types, rng, alive_frac), spec),
+        make_side(spec.enemy_types, rng, alive_frac),
+    )
 
 
 def game(spec, table, seed=0, **kw):
@@ -134,12 +143,20 @@ def test_ally_types_follow_smallest_rl_id_and_agents_sort_by_type_x_y():
     tags = tag_source()
     allies = []
     # marines (RL id base+1) listed first, at smaller x than the marauders: type decides before x
-    for k, (name, x, y) in enumerate([("marine", 5.0, 9.0), ("marine", 5.0, 7.0), ("medivac", 1.0, 1.0),
-                                      ("marauder", 12.0, 3.0), ("marauder", 11.0, 30.0)]
-                                     + [("marine", 6.0 + k2, 1.0) for k2 in range(5)]):
+    for k, (name, x, y) in enumerate(
+        [
+            ("marine", 5.0, 9.0),
+            ("marine", 5.0, 7.0),
+            ("medivac", 1.0, 1.0),
+            ("marauder", 12.0, 3.0),
+            ("marauder", 11.0, 30.0),
+        ]
+        + [("marine", 6.0 + k2, 1.0) for k2 in range(5)]
+    ):
         allies.append(FakeUnit(tags(), ally_type_id(spec, name), 1, x, y, 50, 125, energy=float(k)))
-    enemies = [FakeUnit(tags(), STOCK_IDS[u], 2, 20.0 + j, 16.0, 40, 125)
-               for j, u in enumerate(spec.enemy_types)]
+    enemies = [
+        FakeUnit(tags(), STOCK_IDS[u], 2, 20.0 + j, 16.0, 40, 125) for j, u in enumerate(spec.enemy_types)
+    ]
     launcher = FakeLauncher(lambda: FakeController(lambda: allies + enemies))
     eng = Sc2Engine(spec, launcher=launcher)
     t = eng.reset()
@@ -151,8 +168,10 @@ def test_ally_types_follow_smallest_rl_id_and_agents_sort_by_type_x_y():
 def test_enemies_keep_raw_order_within_a_type_and_take_their_types_slots():
     spec = load_map("2s3z")  # enemies: stalker, stalker, zealot, zealot, zealot
     tags = tag_source()
-    allies = [FakeUnit(tags(), ally_type_id(spec, u), 1, 8.0 + i, 16.0, 80, 80, 80, 80)
-              for i, u in enumerate(spec.ally_types)]
+    allies = [
+        FakeUnit(tags(), ally_type_id(spec, u), 1, 8.0 + i, 16.0, 80, 80, 80, 80)
+        for i, u in enumerate(spec.ally_types)
+    ]
     raw = [("zealot", 30.0), ("stalker", 26.0), ("zealot", 21.0), ("stalker", 22.0), ("zealot", 25.0)]
     enemies = [FakeUnit(tags(), STOCK_IDS[u], 2, x, 16.0, 70, 100, 50, 50) for u, x in raw]
     eng = Sc2Engine(spec, launcher=FakeLauncher(lambda: FakeController(lambda: allies + enemies)))
@@ -233,7 +252,8 @@ def test_actions_become_raw_commands():
         c = by_unit[ally_tags[agent]]
         assert c.ability_id == 16
         assert (c.target_world_space_pos.x, c.target_world_space_pos.y) == pytest.approx(
-            (x[agent] + dx, y[agent] + dy), abs=1e-5)
+            (x[agent] + dx, y[agent] + dy), abs=1e-5
+        )
     assert (by_unit[ally_tags[6]].ability_id, by_unit[ally_tags[6]].target_unit_tag) == (23, enemy_tags[4])
     assert (by_unit[ally_tags[7]].ability_id, by_unit[ally_tags[7]].target_unit_tag) == (23, enemy_tags[9])
     # the Medivac's 6+j heals ally j
@@ -372,11 +392,16 @@ def test_game_info_decoding_matches_smac_conventions():
     data[2 + 1] = 0x40
     size = PB.common_pb.Size2DI(x=16, y=8)
     heights = bytes(range(128))  # row-major rows of y
-    info = PB.sc_pb.ResponseGameInfo(start_raw=PB.raw_pb.StartRaw(
-        map_size=size, pathing_grid=PB.common_pb.ImageData(bits_per_pixel=1, size=size, data=bytes(data)),
-        terrain_height=PB.common_pb.ImageData(bits_per_pixel=8, size=size, data=heights),
-        playable_area=PB.common_pb.RectangleI(p0=PB.common_pb.PointI(x=1, y=2),
-                                              p1=PB.common_pb.PointI(x=15, y=7))))
+    info = PB.sc_pb.ResponseGameInfo(
+        start_raw=PB.raw_pb.StartRaw(
+            map_size=size,
+            pathing_grid=PB.common_pb.ImageData(bits_per_pixel=1, size=size, data=bytes(data)),
+            terrain_height=PB.common_pb.ImageData(bits_per_pixel=8, size=size, data=heights),
+            playable_area=PB.common_pb.RectangleI(
+                p0=PB.common_pb.PointI(x=1, y=2), p1=PB.common_pb.PointI(x=15, y=7)
+            ),
+        )
+    )
     g = decode_game_info(info)
     assert g.map_size == (16, 8) and g.max_distance == (14.0, 5.0)
     assert g.pathing_grid.shape == (16, 8)
@@ -387,8 +412,9 @@ def test_game_info_decoding_matches_smac_conventions():
     # legacy 8-bit grid: 0 = walkable, flipped along y
     legacy = np.full(128, 255, np.uint8)
     legacy[7 * 16 + 2] = 0  # row 7, column 2 -> (x=2, y=0) after the flip
-    info.start_raw.pathing_grid.CopyFrom(PB.common_pb.ImageData(bits_per_pixel=8, size=size,
-                                                               data=legacy.tobytes()))
+    info.start_raw.pathing_grid.CopyFrom(
+        PB.common_pb.ImageData(bits_per_pixel=8, size=size, data=legacy.tobytes())
+    )
     assert {tuple(c) for c in np.argwhere(decode_game_info(info).pathing_grid)} == {(2, 0)}
 
 
@@ -521,15 +547,20 @@ def test_install_script_with_local_archives(tmp_path):
         for m in maps[:-1]:
             z.writestr(f"SMAC_Maps/{m}.SC2Map", b"map")
     target = tmp_path / "games" / "StarCraftII"
-    env = {**os.environ, "SC2PATH": str(target), "SC2_URL": game_zip.as_uri(),
-           "SMAC_MAPS_URL": maps_zip.as_uri()}
+    env = {
+        **os.environ,
+        "SC2PATH": str(target),
+        "SC2_URL": game_zip.as_uri(),
+        "SMAC_MAPS_URL": maps_zip.as_uri(),
+    }
     script = str(ROOT / "scripts" / "install_sc2.sh")
     r = subprocess.run(["bash", script], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "maps missing" in r.stderr and maps[-1] in r.stderr, r.stderr
     with zipfile.ZipFile(maps_zip, "a") as z:
         z.writestr(f"SMAC_Maps/{maps[-1]}.SC2Map", b"map")
-    r = subprocess.run(["bash", script], env={**env, "FORCE": "1"}, capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        ["bash", script], env={**env, "FORCE": "1"}, capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     assert "23 SMAC maps" in r.stdout
     assert find_sc2("MMM", target).ok, find_sc2("MMM", target).explain()
@@ -539,8 +570,14 @@ def test_install_script_with_local_archives(tmp_path):
 def _run(code: str, env_extra=None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"}
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_importing_marl_leaves_protobuf_alone():

@@ -71,8 +71,9 @@ def test_batched_equals_single_engines(name):
             for side in ("allies", "enemies"):
                 a, b = getattr(bt.table(e), side), getattr(st, side)
                 for field in ("pos", "health", "shield", "cooldown", "energy"):
-                    np.testing.assert_array_equal(getattr(a, field), getattr(b, field),
-                                                  err_msg=f"step {t} {side} {field}")
+                    np.testing.assert_array_equal(
+                        getattr(a, field), getattr(b, field), err_msg=f"step {t} {side} {field}"
+                    )
         if t == 10:  # masked reset: only env 1 respawns, in batch and in its single twin
             bt = batch.reset_envs(np.array([False, True, False]))
             np.testing.assert_array_equal(bt.table(1).enemies.pos, singles[1].reset().enemies.pos)
@@ -128,7 +129,7 @@ def test_nearest_attack_beats_doing_nothing_on_3m():
     spec = load_map("3m")
     eng = BatchedSimEngine(spec, 16, 5)
     won, _ = _play(eng, _nearest_actions, spec.episode_limit)
-    idle_won, idle_lost = _play(eng, lambda e: np.where(e.hp[:, :e.n_agents] > 0, 1, 0), spec.episode_limit)
+    idle_won, idle_lost = _play(eng, lambda e: np.where(e.hp[:, : e.n_agents] > 0, 1, 0), spec.episode_limit)
     assert idle_won.sum() == 0 and idle_lost.all()
     assert won.mean() > 0.3, won.mean()
 

@@ -19,8 +19,18 @@ NO_ORDER = EnemyOrder("none")
 
 def spec_of(allies, enemies, order=NO_ORDER, grid=OPEN, limit=100) -> MapSpec:
     """A hand-made map: groups given as (unit, count, (x, y))."""
-    return MapSpec("test", "T", "T", limit, 0, "marines", tuple(UnitGroup(*g) for g in allies),
-                   tuple(UnitGroup(*g) for g in enemies), order, grid)
+    return MapSpec(
+        "test",
+        "T",
+        "T",
+        limit,
+        0,
+        "marines",
+        tuple(UnitGroup(*g) for g in allies),
+        tuple(UnitGroup(*g) for g in enemies),
+        order,
+        grid,
+    )
 
 
 def engine(spec, seed=0):
@@ -48,7 +58,7 @@ def test_zealot_two_hits_minus_armour_and_shields_first():
     tab = eng.step(np.array([6]))  # one attack in the first 8 loops (cooldown 19 +- jitter)
     assert tab.enemies.health[0] == pytest.approx(125 - 2 * 7)  # 8 - 1 armour, twice
     # stalker with 4 shield left: hit 1 -> 4 absorbed, 4 - 1 armour = 3 HP; hit 2 -> 7 HP
-    S[2, S_X:S_Y + 1] = S[0, S_X:S_Y + 1] + (1.0, 0.0)
+    S[2, S_X : S_Y + 1] = S[0, S_X : S_Y + 1] + (1.0, 0.0)
     S[1, S_HP] = 0.0
     S[2, S_SH] = 4.0
     S[0, S_CD] = 0.0
@@ -105,9 +115,9 @@ def test_baneling_dies_when_it_attacks_with_area_damage():
 def test_colossus_line_splash_hits_units_beside_the_target():
     spec = spec_of([("colossus", 1, (10, 16))], [("zergling", 2, (16, 16)), ("zergling", 1, (16, 22))])
     eng, S = engine(spec)
-    S[1, S_X:S_Y + 1] = (16.0, 15.4)
-    S[2, S_X:S_Y + 1] = (16.0, 16.6)
-    S[0, S_X:S_Y + 1] = (10.0, 15.4)
+    S[1, S_X : S_Y + 1] = (16.0, 15.4)
+    S[2, S_X : S_Y + 1] = (16.0, 16.6)
+    S[0, S_X : S_Y + 1] = (10.0, 15.4)
     tab = eng.step(np.array([6]))
     hit = 35 - 2 * 15  # (10 + 5 vs Light) x 2
     assert tab.enemies.health[0] == pytest.approx(hit, abs=0.2)  # + a little zerg regeneration
@@ -164,8 +174,9 @@ def test_passive_allies_do_not_retaliate_but_enemies_acquire():
 def test_enemies_attack_move_to_the_target_and_acquire():
     grid = np.zeros((32, 32), dtype=bool)
     grid[:, 8:24] = True
-    spec = spec_of([("marine", 3, (9, 16))], [("marine", 3, (23, 16))], EnemyOrder("attack_move", (9, 16)),
-                   grid)
+    spec = spec_of(
+        [("marine", 3, (9, 16))], [("marine", 3, (23, 16))], EnemyOrder("attack_move", (9, 16)), grid
+    )
     eng, _ = engine(spec)
     xs = []
     for _ in range(40):
@@ -178,7 +189,7 @@ def test_enemies_attack_move_to_the_target_and_acquire():
 def test_spine_crawler_is_immobile_and_shoots():
     spec = spec_of([("stalker", 1, (9, 16))], [("spine_crawler", 1, (14, 16))])
     eng, _ = engine(spec)
-    p0 = eng._batch.S[0, 1, S_X:S_Y + 1].copy()
+    p0 = eng._batch.S[0, 1, S_X : S_Y + 1].copy()
     for _ in range(3):
         tab = eng.step(np.array([6]))
     np.testing.assert_allclose(tab.enemies.pos[0], p0)
@@ -211,7 +222,7 @@ def test_bad_actions_fail_with_a_message():
 
 def test_spawn_is_compact_grid_around_spawn_point():
     eng, _ = engine(spec_of([("marine", 9, (9, 16))], [("marine", 1, (23, 16))]))
-    pos = eng._batch.S[0, :9, S_X:S_Y + 1]
+    pos = eng._batch.S[0, :9, S_X : S_Y + 1]
     assert np.abs(pos.mean(0) - (9, 16)).max() < 0.3
     assert np.abs(pos - (9, 16)).max() <= 0.85 + 0.25 + 1e-9
     d = np.linalg.norm(pos[:, None] - pos[None], axis=-1) + np.eye(9) * 9

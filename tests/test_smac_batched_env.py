@@ -15,8 +15,13 @@ from marl.envs.smac.maps import load_map
 from marl.envs.smac.sim.avail import sample_available
 from marl.runners import ParallelRunner
 
-ALL_OBS_FLAGS = dict(obs_last_action=True, obs_pathing_grid=True, obs_terrain_height=True,
-                     obs_timestep_number=True, state_timestep_number=True)
+ALL_OBS_FLAGS = dict(
+    obs_last_action=True,
+    obs_pathing_grid=True,
+    obs_terrain_height=True,
+    obs_timestep_number=True,
+    state_timestep_number=True,
+)
 
 
 def _singles(name: str, n: int, seed: int, **flags) -> list[StarCraft2Env]:
@@ -25,15 +30,18 @@ def _singles(name: str, n: int, seed: int, **flags) -> list[StarCraft2Env]:
 
 def _assert_same_view(batch: BatchedStarCraft2Env, singles: list[StarCraft2Env], where: str) -> None:
     for e, s in enumerate(singles):
-        np.testing.assert_array_equal(batch.get_obs()[e], np.array(s.get_obs()),
-                                      err_msg=f"obs {where} env {e}")
+        np.testing.assert_array_equal(
+            batch.get_obs()[e], np.array(s.get_obs()), err_msg=f"obs {where} env {e}"
+        )
         np.testing.assert_array_equal(batch.get_state()[e], s.get_state(), err_msg=f"state {where} env {e}")
-        np.testing.assert_array_equal(batch.get_avail_actions()[e], np.array(s.get_avail_actions()),
-                                      err_msg=f"avail {where} env {e}")
+        np.testing.assert_array_equal(
+            batch.get_avail_actions()[e], np.array(s.get_avail_actions()), err_msg=f"avail {where} env {e}"
+        )
 
 
-def _play_against_singles(name: str, n: int, seed: int, steps: int, limit: int | None = None,
-                          **flags) -> tuple[BatchedStarCraft2Env, list[StarCraft2Env]]:
+def _play_against_singles(
+    name: str, n: int, seed: int, steps: int, limit: int | None = None, **flags
+) -> tuple[BatchedStarCraft2Env, list[StarCraft2Env]]:
     """Random available actions, a random subset of envs stepped each time, finished envs reset; every
     output of the batch compared exactly with the single envs."""
     batch = BatchedStarCraft2Env(name, n, seed, **flags)
@@ -82,8 +90,9 @@ def test_batched_env_equals_single_envs_mmm_all_optional_features():
 
 
 def test_batched_env_equals_single_envs_timeouts_negative_reward_continuing():
-    batch, singles = _play_against_singles("2s3z", 3, seed=1, steps=40, limit=6,
-                                           reward_only_positive=False, continuing_episode=True)
+    batch, singles = _play_against_singles(
+        "2s3z", 3, seed=1, steps=40, limit=6, reward_only_positive=False, continuing_episode=True
+    )
     assert batch.get_stats()["timeouts"] >= 3
 
 
@@ -210,8 +219,13 @@ def test_batched_vector_env_for_the_trainers_env_factory():
 @pytest.mark.parametrize("name", ["3m", "MMM", "2s3z", "corridor", "bane_vs_bane", "2s_vs_1sc"])
 def test_compiled_observe_equals_the_numpy_reference(name):
     """fast_features' kernel gives exactly the NumPy methods' avail/obs/state, under every flag set."""
-    flag_sets = [{}, ALL_OBS_FLAGS, dict(obs_all_health=False, obs_own_health=False, state_last_action=False),
-                 dict(obs_all_health=False), dict(obs_instead_of_state=True)]
+    flag_sets = [
+        {},
+        ALL_OBS_FLAGS,
+        dict(obs_all_health=False, obs_own_health=False, state_last_action=False),
+        dict(obs_all_health=False),
+        dict(obs_instead_of_state=True),
+    ]
     for flags in flag_sets:
         batch = BatchedStarCraft2Env(name, 3, seed=1, **flags)
         batch.reset()
@@ -232,8 +246,10 @@ def test_compiled_observe_equals_the_numpy_reference(name):
                 batch.reset_envs(term)
 
 
-@pytest.mark.parametrize("name,flags", [("3m", {}), ("MMM", dict(reward_only_positive=False)),
-                                        ("2s3z", dict(reward_sparse=True)), ("8m", {})])
+@pytest.mark.parametrize(
+    "name,flags",
+    [("3m", {}), ("MMM", dict(reward_only_positive=False)), ("2s3z", dict(reward_sparse=True)), ("8m", {})],
+)
 def test_compiled_reward_and_end_equal_the_numpy_reference(name, flags):
     batch = BatchedStarCraft2Env(name, 4, seed=2, **flags)
     batch.reset()
@@ -247,8 +263,10 @@ def test_compiled_reward_and_end_equal_the_numpy_reference(name, flags):
         prev = batch._units
         acts = sample_available(batch.get_avail_actions().astype(bool), rs.random((4, batch.n_agents)))
         _, term, _ = batch.step(acts)
-        got, want = fast.reward_and_end(prev, batch._units, dead_fast), ref.reward_and_end(prev, batch._units,
-                                                                                         dead_ref)
+        got, want = (
+            fast.reward_and_end(prev, batch._units, dead_fast),
+            ref.reward_and_end(prev, batch._units, dead_ref),
+        )
         np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-12)  # unit-by-unit vs pairwise sums
         for x, y in zip(got[1:], want[1:], strict=True):
             np.testing.assert_array_equal(x, y)

@@ -19,10 +19,16 @@ def side(types, pos, health=None) -> SideTable:
     n = len(types)
     hmax = np.array([UNIT_MAX_HEALTH_SHIELD[u][0] for u in types], dtype=float)
     smax = np.array([UNIT_MAX_HEALTH_SHIELD[u][1] for u in types], dtype=float)
-    return SideTable(tuple(types), np.array(pos, dtype=float).reshape(n, 2),
-                     hmax.copy() if health is None else np.array(health, dtype=float), hmax,
-                     smax.copy(), smax,
-                     np.zeros(n), np.zeros(n))
+    return SideTable(
+        tuple(types),
+        np.array(pos, dtype=float).reshape(n, 2),
+        hmax.copy() if health is None else np.array(health, dtype=float),
+        hmax,
+        smax.copy(),
+        smax,
+        np.zeros(n),
+        np.zeros(n),
+    )
 
 
 def table(map_name, ally_pos, enemy_pos, a_health=None, e_health=None) -> UnitTable:
@@ -63,8 +69,13 @@ def test_reset_and_env_info():
     assert len(obs) == 3 and all(o.shape == (30,) and o.dtype == np.float32 for o in obs)
     assert state.shape == (48,) and state.dtype == np.float32 and not state[21:].any()
     info = env.get_env_info()
-    assert {k: info[k] for k in ("state_shape", "obs_shape", "n_actions", "n_agents", "episode_limit")} == \
-        {"state_shape": 48, "obs_shape": 30, "n_actions": 9, "n_agents": 3, "episode_limit": 60}
+    assert {k: info[k] for k in ("state_shape", "obs_shape", "n_actions", "n_agents", "episode_limit")} == {
+        "state_shape": 48,
+        "obs_shape": 30,
+        "n_actions": 9,
+        "n_agents": 3,
+        "episode_limit": 60,
+    }
     assert info["agent_features"] == ["health", "energy/cooldown", "rel_x", "rel_y"]
     assert info["enemy_features"] == ["health", "rel_x", "rel_y"]
     assert EnvInfo.from_dict(info).obs_shape == 30
@@ -88,8 +99,14 @@ def test_dense_reward_win_bonus_info_and_stats():
     r, term, info = env.step([6, 1, 8])  # agent 1 still alive before this step
     assert term and info == {"battle_won": True, "dead_allies": 1, "dead_enemies": 3}
     assert r == pytest.approx((39 + 10 + 45 + 10 + 200) / 18.25)
-    assert env.get_stats() == {"battles_won": 1, "battles_game": 1, "battles_draw": 0, "win_rate": 1.0,
-                               "timeouts": 0, "restarts": 0}
+    assert env.get_stats() == {
+        "battles_won": 1,
+        "battles_game": 1,
+        "battles_draw": 0,
+        "win_rate": 1.0,
+        "timeouts": 0,
+        "restarts": 0,
+    }
     with pytest.raises(RuntimeError, match="reset"):
         env.step([1, 1, 1])
     assert env.get_avail_agent_actions(1) == [1] + [0] * 8
@@ -106,8 +123,11 @@ def test_negative_scale_defeat_and_sparse():
     sparse.reset()
     assert sparse.step([1, 1, 1])[0] == -1.0
     win = table("3m", A3, E3, e_health=[0, 0, 0])
-    sparse = env3m([table("3m", A3, E3), table("3m", A3, E3, e_health=[0, 45, 45]), win], reward_sparse=True,
-                   reward_scale=False)
+    sparse = env3m(
+        [table("3m", A3, E3), table("3m", A3, E3, e_health=[0, 45, 45]), win],
+        reward_sparse=True,
+        reward_scale=False,
+    )
     sparse.reset()
     assert sparse.step([6, 6, 6])[0] == 0.0
     assert sparse.step([7, 7, 7])[0] == 1.0

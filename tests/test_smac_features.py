@@ -13,13 +13,29 @@ from marl.envs.smac.types import SideTable, UnitTable
 
 # map: (n_actions, obs, state) with SMAC's default flags (docs/smac.md §2).
 SIZES = {
-    "3m": (9, 30, 48), "8m": (14, 80, 168), "25m": (31, 250, 950), "5m_vs_6m": (12, 55, 98),
-    "8m_vs_9m": (15, 85, 179), "10m_vs_11m": (17, 105, 243), "27m_vs_30m": (36, 285, 1170),
-    "MMM": (16, 160, 290), "MMM2": (18, 176, 322), "2s3z": (11, 80, 120), "3s5z": (14, 128, 216),
-    "3s5z_vs_3s6z": (15, 136, 230), "3s_vs_3z": (9, 36, 54), "3s_vs_4z": (10, 42, 61),
-    "3s_vs_5z": (11, 48, 68), "1c3s5z": (15, 162, 270), "2m_vs_1z": (7, 16, 26), "corridor": (30, 156, 282),
-    "6h_vs_8z": (14, 78, 140), "2s_vs_1sc": (7, 17, 27), "so_many_baneling": (38, 202, 397),
-    "bane_vs_bane": (30, 336, 984), "2c_vs_64zg": (70, 332, 342),
+    "3m": (9, 30, 48),
+    "8m": (14, 80, 168),
+    "25m": (31, 250, 950),
+    "5m_vs_6m": (12, 55, 98),
+    "8m_vs_9m": (15, 85, 179),
+    "10m_vs_11m": (17, 105, 243),
+    "27m_vs_30m": (36, 285, 1170),
+    "MMM": (16, 160, 290),
+    "MMM2": (18, 176, 322),
+    "2s3z": (11, 80, 120),
+    "3s5z": (14, 128, 216),
+    "3s5z_vs_3s6z": (15, 136, 230),
+    "3s_vs_3z": (9, 36, 54),
+    "3s_vs_4z": (10, 42, 61),
+    "3s_vs_5z": (11, 48, 68),
+    "1c3s5z": (15, 162, 270),
+    "2m_vs_1z": (7, 16, 26),
+    "corridor": (30, 156, 282),
+    "6h_vs_8z": (14, 78, 140),
+    "2s_vs_1sc": (7, 17, 27),
+    "so_many_baneling": (38, 202, 397),
+    "bane_vs_bane": (30, 336, 984),
+    "2c_vs_64zg": (70, 332, 342),
 }
 
 
@@ -28,11 +44,16 @@ def side(types, pos, health=None, shield=None, cooldown=None, energy=None) -> Si
     n = len(types)
     hmax = np.array([UNIT_MAX_HEALTH_SHIELD[u][0] for u in types], dtype=float)
     smax = np.array([UNIT_MAX_HEALTH_SHIELD[u][1] for u in types], dtype=float)
-    return SideTable(tuple(types), np.array(pos, dtype=float).reshape(n, 2),
-                     hmax.copy() if health is None else np.array(health, dtype=float), hmax,
-                     smax.copy() if shield is None else np.array(shield, dtype=float), smax,
-                     np.zeros(n) if cooldown is None else np.array(cooldown, dtype=float),
-                     np.zeros(n) if energy is None else np.array(energy, dtype=float))
+    return SideTable(
+        tuple(types),
+        np.array(pos, dtype=float).reshape(n, 2),
+        hmax.copy() if health is None else np.array(health, dtype=float),
+        hmax,
+        smax.copy() if shield is None else np.array(shield, dtype=float),
+        smax,
+        np.zeros(n) if cooldown is None else np.array(cooldown, dtype=float),
+        np.zeros(n) if energy is None else np.array(energy, dtype=float),
+    )
 
 
 def table_for(spec, ally_pos, enemy_pos, **kw) -> UnitTable:
@@ -61,13 +82,22 @@ def test_sizes_match_actual_vectors_under_all_flag_combinations():
     rng = np.random.default_rng(0)
     for name in ("3m", "2s3z", "MMM", "2m_vs_1z"):
         spec = load_map(name)
-        for flags in ({}, {"obs_last_action": True, "obs_pathing_grid": True, "obs_terrain_height": True,
-                           "obs_timestep_number": True, "state_timestep_number": True},
-                      {"obs_all_health": False, "obs_own_health": False, "state_last_action": False},
-                      {"obs_instead_of_state": True}):
+        for flags in (
+            {},
+            {
+                "obs_last_action": True,
+                "obs_pathing_grid": True,
+                "obs_terrain_height": True,
+                "obs_timestep_number": True,
+                "state_timestep_number": True,
+            },
+            {"obs_all_health": False, "obs_own_health": False, "state_last_action": False},
+            {"obs_instead_of_state": True},
+        ):
             f = SmacFeatures(spec, SmacOptions(**flags))
-            t = table_for(spec, rng.uniform(8, 24, (spec.n_agents, 2)),
-                          rng.uniform(8, 24, (spec.n_enemies, 2)))
+            t = table_for(
+                spec, rng.uniform(8, 24, (spec.n_agents, 2)), rng.uniform(8, 24, (spec.n_enemies, 2))
+            )
             last = np.zeros((f.n_agents, f.n_actions))
             o = obs_of(f, t)
             assert o.shape == (f.n_agents, f.obs_size) and o.dtype == np.float32
@@ -95,13 +125,38 @@ def test_hand_computed_observation_3m():
     f = SmacFeatures(spec, SmacOptions())
     o = obs_of(f, t)[0]
     d1 = math.sqrt(65)
-    expected = [0, 1, 1, 1,  # north blocked by the wall
-                1, 6 / 9, 6 / 9, 0, 40 / 45,  # e0: attackable at distance 6
-                0, d1 / 9, 4 / 9, -7 / 9, 20 / 45,  # e1: visible, not attackable
-                0, 0, 0, 0, 0,  # e2 dead
-                1, 5 / 9, 3 / 9, -4 / 9, 30 / 45,  # a1
-                0, 0, 0, 0, 0,  # a2 at distance 9: cut (strict < 9)
-                1.0]  # own health
+    expected = [
+        0,
+        1,
+        1,
+        1,  # north blocked by the wall
+        1,
+        6 / 9,
+        6 / 9,
+        0,
+        40 / 45,  # e0: attackable at distance 6
+        0,
+        d1 / 9,
+        4 / 9,
+        -7 / 9,
+        20 / 45,  # e1: visible, not attackable
+        0,
+        0,
+        0,
+        0,
+        0,  # e2 dead
+        1,
+        5 / 9,
+        3 / 9,
+        -4 / 9,
+        30 / 45,  # a1
+        0,
+        0,
+        0,
+        0,
+        0,  # a2 at distance 9: cut (strict < 9)
+        1.0,
+    ]  # own health
     np.testing.assert_allclose(o, np.array(expected, dtype=np.float32), rtol=1e-6, atol=1e-7)
     # Agent 2 sees nobody (everyone at >= 9) but still has its own health and move flags.
     o2 = obs_of(f, t)[2]
@@ -120,7 +175,7 @@ def test_enemy_type_index_quirk_2s3z():
     enemy = [(12.0, 16.0 + 0.5 * i) for i in range(5)]
     t = table_for(spec, ally, enemy, e_shield=[40, 80, 50, 25, 50])
     o = obs_of(f, t)[0]
-    rows = o[4:4 + 5 * 8].reshape(5, 8)  # [avail, dist, dx, dy, health, shield, type0, type1]
+    rows = o[4 : 4 + 5 * 8].reshape(5, 8)  # [avail, dist, dx, dy, health, shield, type0, type1]
     np.testing.assert_array_equal(rows[:2, 6:], [[0, 1], [0, 1]])  # enemy stalkers -> index 1
     np.testing.assert_array_equal(rows[2:, 6:], [[1, 0]] * 3)  # enemy zealots -> index 0
     np.testing.assert_allclose(rows[:, 5], [0.5, 1.0, 1.0, 0.5, 1.0])  # shield / max (80 or 50)
@@ -128,15 +183,21 @@ def test_enemy_type_index_quirk_2s3z():
     allies = o[44:76].reshape(4, 8)
     np.testing.assert_array_equal(allies[:, 6:], [[1, 0], [0, 1], [0, 1], [0, 1]])
     st = f.state(t, np.zeros((5, 11)), 0)
-    enemy_rows = st[5 * 7:5 * 7 + 5 * 6].reshape(5, 6)  # [health, rx, ry, shield, type0, type1]
+    enemy_rows = st[5 * 7 : 5 * 7 + 5 * 6].reshape(5, 6)  # [health, rx, ry, shield, type0, type1]
     np.testing.assert_array_equal(enemy_rows[:, 4:], [[0, 1]] * 2 + [[1, 0]] * 3)
 
 
 def test_state_layout_3m():
     spec = load_map("3m")
     f = SmacFeatures(spec, SmacOptions())
-    t = table_for(spec, [(8, 16), (20, 10), (4, 28)], [(24, 16), (16, 16), (0, 0)],
-                  a_health=[45, 9, 0], a_cooldown=[7.5, 15, 3], e_health=[45, 22.5, 45])
+    t = table_for(
+        spec,
+        [(8, 16), (20, 10), (4, 28)],
+        [(24, 16), (16, 16), (0, 0)],
+        a_health=[45, 9, 0],
+        a_cooldown=[7.5, 15, 3],
+        e_health=[45, 22.5, 45],
+    )
     last = np.zeros((3, 9))
     last[0, 6], last[1, 1] = 1, 1
     s = f.state(t, last, 5)
@@ -153,8 +214,7 @@ def test_state_mmm_medivac_energy_and_type_bits():
     f = SmacFeatures(spec, SmacOptions())
     pos = [(9.0, 12.0 + i) for i in range(10)]
     cd = [5, 0, 3] + [0] * 7
-    t = table_for(spec, pos, [(23.0, 12.0 + i) for i in range(10)], a_cooldown=cd,
-                  a_energy=[0] * 9 + [100])
+    t = table_for(spec, pos, [(23.0, 12.0 + i) for i in range(10)], a_cooldown=cd, a_energy=[0] * 9 + [100])
     rows = f.state(t, np.zeros((10, 16)), 0)[:70].reshape(10, 7)  # [h, cd/energy, rx, ry, t0, t1, t2]
     assert rows[0, 1] == pytest.approx(5 / 25) and rows[2, 1] == pytest.approx(3 / 15)
     assert rows[9, 1] == pytest.approx(100 / 200)
@@ -268,7 +328,7 @@ def test_optional_obs_blocks():
     # pathing at int(10, 23.2) + offsets: (10,27) out of band -> 0, (10,19) 1, (14,23) 1, (6,23) 1,
     # (12,25) 0, (8,21) 1, (12,21) 1, (8,25) 0
     np.testing.assert_array_equal(o[4:12], [0, 1, 1, 1, 0, 1, 1, 0])
-    ally1 = o[12 + 15:12 + 15 + 14]
+    ally1 = o[12 + 15 : 12 + 15 + 14]
     np.testing.assert_array_equal(ally1[5:], last[1])
     assert o[-1] == pytest.approx(0.5)
 

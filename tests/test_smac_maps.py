@@ -28,8 +28,14 @@ TABLE = {
     "3s_vs_3z": ("3 stalker", "3 zealot", 150, "PP", 0, "stalkers"),
     "3s_vs_4z": ("3 stalker", "4 zealot", 200, "PP", 0, "stalkers"),
     "3s_vs_5z": ("3 stalker", "5 zealot", 250, "PP", 0, "stalkers"),
-    "1c3s5z": ("1 colossus,3 stalker,5 zealot", "1 colossus,3 stalker,5 zealot", 180, "PP", 3,
-               "colossi_stalkers_zealots"),
+    "1c3s5z": (
+        "1 colossus,3 stalker,5 zealot",
+        "1 colossus,3 stalker,5 zealot",
+        180,
+        "PP",
+        3,
+        "colossi_stalkers_zealots",
+    ),
     "2m_vs_1z": ("2 marine", "1 zealot", 150, "TP", 0, "marines"),
     "corridor": ("6 zealot", "24 zergling", 400, "PZ", 0, "zealots"),
     "6h_vs_8z": ("6 hydralisk", "8 zealot", 150, "ZP", 0, "hydralisks"),
@@ -69,8 +75,12 @@ def test_all_23_maps_match_spec_table():
         assert s.name == name
         assert s.ally_types == _expand(allies), name  # agent-id order (SMAC sorts by RL unit type)
         assert s.enemy_types == _expand(enemies), name
-        assert (s.episode_limit, s.ally_race + s.enemy_race, s.unit_type_bits, s.map_type) == \
-            (limit, races, bits, mtype), name
+        assert (s.episode_limit, s.ally_race + s.enemy_race, s.unit_type_bits, s.map_type) == (
+            limit,
+            races,
+            bits,
+            mtype,
+        ), name
         assert s.pathing_grid.shape == (32, 32) and s.pathing_grid.dtype == bool
         assert s.description
 
@@ -131,8 +141,12 @@ def _raw(name: str = "3m") -> dict:
         (lambda r: r.update(map_type="marine"), "map_type is 'marine'"),
         (lambda r: r["allies"][0].update(count=0), "count must be an int >= 1"),
         (lambda r: r["enemies"][0].update(spawn=[23, 30]), "not on a walkable cell"),
-        (lambda r: r.update(unit_type_bits=1, allies=r["allies"] + [{"unit": "marauder", "count": 1,
-                                                                     "spawn": [9, 16]}]), "unit types"),
+        (
+            lambda r: r.update(
+                unit_type_bits=1, allies=r["allies"] + [{"unit": "marauder", "count": 1, "spawn": [9, 16]}]
+            ),
+            "unit types",
+        ),
         (lambda r: r["arena"]["walkable"].append({"circle": [1, 2]}), "must be {rect"),
         (lambda r: r.update(enemy_order={"kind": "attack_move"}), "takes 1 point"),
         (lambda r: r.pop("episode_limit"), "missing key"),
@@ -147,8 +161,10 @@ def test_validation_errors(edit, message):
 
 def test_polygon_rasterisation_uses_cell_centres():
     raw = copy.deepcopy(_raw())
-    raw["arena"] = {"walkable": [{"polygon": [[-8, 8], [40, 8], [16, 32]]}],
-                    "blocked": [{"rect": [0, 8, 2, 10]}]}
+    raw["arena"] = {
+        "walkable": [{"polygon": [[-8, 8], [40, 8], [16, 32]]}],
+        "blocked": [{"rect": [0, 8, 2, 10]}],
+    }
     g = parse_map(raw).pathing_grid
     # Edges x = y - 16 and x = 48 - y; a cell is in iff its centre is.
     assert g[15, 30] and not g[13, 30] and g[2, 17] and not g[0, 17] and not g[31, 25] and g[29, 17]

@@ -47,12 +47,41 @@ def test_two_maps_two_seeds_sweep(tmp_path, capsys):
     ray = pytest.importorskip("ray")
     if ray.is_initialized():
         ray.shutdown()
-    tiny = ["t_max=120", "batch_size_run=2", "batch_size=2", "buffer_size=8", "test_interval=60",
-            "log_interval=60", "test_nepisode=2", "hidden_dim=8", "embed_dim=8", "hypernet_dim=8",
-            "save_interval=0", "progress=false", "mindinsight=false", "use_jit=false"]
+    tiny = [
+        "t_max=120",
+        "batch_size_run=2",
+        "batch_size=2",
+        "buffer_size=8",
+        "test_interval=60",
+        "log_interval=60",
+        "test_nepisode=2",
+        "hidden_dim=8",
+        "embed_dim=8",
+        "hypernet_dim=8",
+        "save_interval=0",
+        "progress=false",
+        "mindinsight=false",
+        "use_jit=false",
+    ]
     out = tmp_path / "sweep"
-    argv = ["--env", "fake", "--maps", "m1", "m2", "--seeds", "2", "--out", str(out), "--address", "local",
-            "--num-cpus", "2", "--cpus-per-run", "1", *tiny]
+    argv = [
+        "--env",
+        "fake",
+        "--maps",
+        "m1",
+        "m2",
+        "--seeds",
+        "2",
+        "--out",
+        str(out),
+        "--address",
+        "local",
+        "--num-cpus",
+        "2",
+        "--cpus-per-run",
+        "1",
+        *tiny,
+    ]
     path, results = sweep_main(argv)
     assert not ray.is_initialized()  # the sweep started its Ray, so it stopped it
     assert path == out.resolve()
@@ -77,6 +106,17 @@ def test_two_maps_two_seeds_sweep(tmp_path, capsys):
 
 def test_bad_override_fails_before_any_run(tmp_path):
     with pytest.raises(ValueError, match="unknown config key"):
-        sweep_main(["--env", "fake", "--maps", "m1", "--seeds", "1", "--out", str(tmp_path / "s"),
-                    "learner.no_such_key=1"])
+        sweep_main(
+            [
+                "--env",
+                "fake",
+                "--maps",
+                "m1",
+                "--seeds",
+                "1",
+                "--out",
+                str(tmp_path / "s"),
+                "learner.no_such_key=1",
+            ]
+        )
     assert not (tmp_path / "s").exists()

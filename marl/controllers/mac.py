@@ -128,8 +128,9 @@ class MultiAgentController:
         m = len(rows)
         if self.agent_cfg.obs_last_action:
             last = self.last_action_BNA[rows]
-            inputs = build_agent_inputs(obs[:, None], last[:, None], True, self.agent_cfg.obs_agent_id,
-                                        prev_action_BNA=last)
+            inputs = build_agent_inputs(
+                obs[:, None], last[:, None], True, self.agent_cfg.obs_agent_id, prev_action_BNA=last
+            )
         else:
             inputs = build_agent_inputs(obs[:, None], None, False, self.agent_cfg.obs_agent_id)
         h = self.hidden_BNH[rows].reshape(m * self.n_agents, -1)
@@ -178,8 +179,13 @@ class MultiAgentController:
     def agent(self):  # noqa: ANN201 (an nn.Cell; MindSpore is imported only here)
         """The MindSpore agent network (same class and sizes as the learner's), built on first use."""
         if self._agent is None:
-            self._agent = build("agent", self.agent_cfg.name, input_dim=self.input_dim,
-                                hidden_dim=self.agent_cfg.hidden_dim, n_actions=self.n_actions)
+            self._agent = build(
+                "agent",
+                self.agent_cfg.name,
+                input_dim=self.input_dim,
+                hidden_dim=self.agent_cfg.hidden_dim,
+                n_actions=self.n_actions,
+            )
         return self._agent
 
     def agent_ms_weights(self) -> dict[str, np.ndarray]:

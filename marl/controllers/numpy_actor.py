@@ -10,8 +10,16 @@ from __future__ import annotations
 
 import numpy as np
 
-_RNN_KEYS = ("fc1.weight", "fc1.bias", "rnn.weight_ih", "rnn.weight_hh", "rnn.bias_ih", "rnn.bias_hh",
-             "fc2.weight", "fc2.bias")
+_RNN_KEYS = (
+    "fc1.weight",
+    "fc1.bias",
+    "rnn.weight_ih",
+    "rnn.weight_hh",
+    "rnn.bias_ih",
+    "rnn.bias_hh",
+    "fc2.weight",
+    "fc2.bias",
+)
 _MLP_KEYS = ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias")
 
 

@@ -98,8 +98,10 @@ class RayVectorEnv:
         if not ray.is_initialized():
             raise RuntimeError("RayVectorEnv needs a running Ray (see ray_runner.connect)")
         if worker_cpus < 0 or max_restarts < -1:
-            raise ValueError(f"ray.worker_cpus must be >= 0 and ray.max_restarts >= -1 (-1 = forever), got "
-                             f"{worker_cpus}, {max_restarts}")
+            raise ValueError(
+                f"ray.worker_cpus must be >= 0 and ray.max_restarts >= -1 (-1 = forever), got "
+                f"{worker_cpus}, {max_restarts}"
+            )
         self._ray = ray
         self.n_envs = len(env_fns)
         self.slices = split_rows(self.n_envs, n_workers or self.n_envs)

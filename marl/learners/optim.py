@@ -20,8 +20,9 @@ _rms_update = ops.MultitypeFuncGraph("rms_update")
 
 
 @_rms_update.register("Float", "Float", "Float", "Tensor", "Tensor", "Tensor")
-def _rms_step(lr: float, alpha: float, eps: float, param: ms.Tensor, square_avg: ms.Tensor,
-              grad: ms.Tensor) -> bool:
+def _rms_step(
+    lr: float, alpha: float, eps: float, param: ms.Tensor, square_avg: ms.Tensor, grad: ms.Tensor
+) -> bool:
     s_new = alpha * square_avg + (1.0 - alpha) * grad * grad
     ops.assign(square_avg, s_new)
     ops.assign(param, param - lr * grad / (ops.sqrt(s_new) + eps))
@@ -31,8 +32,9 @@ def _rms_step(lr: float, alpha: float, eps: float, param: ms.Tensor, square_avg:
 class TorchRMSProp(nn.Cell):
     """RMSprop exactly as ``torch.optim.RMSprop`` (no momentum, not centered): eps outside the sqrt."""
 
-    def __init__(self, params: Sequence[Parameter], lr: float, alpha: float = 0.99,
-                 eps: float = 1e-8) -> None:
+    def __init__(
+        self, params: Sequence[Parameter], lr: float, alpha: float = 0.99, eps: float = 1e-8
+    ) -> None:
         super().__init__()
         if lr <= 0 or not 0.0 <= alpha < 1.0 or eps < 0:
             raise ValueError(f"RMSprop needs lr > 0, 0 <= alpha < 1, eps >= 0; got {lr}, {alpha}, {eps}")
@@ -42,18 +44,40 @@ class TorchRMSProp(nn.Cell):
         self.hyper_map = ops.HyperMap()
 
     def construct(self, grads: tuple[ms.Tensor, ...]) -> bool:
-        return self.hyper_map(ops.partial(_rms_update, self.lr, self.alpha, self.eps),
-                              self.parameters, self.square_avg, grads)
+        return self.hyper_map(
+            ops.partial(_rms_update, self.lr, self.alpha, self.eps), self.parameters, self.square_avg, grads
+        )
 
 
 _adam_update = ops.MultitypeFuncGraph("adam_update")
 
 
-@_adam_update.register("Function", "Tensor", "Tensor", "Tensor", "Tensor", "Tensor", "Tensor", "Tensor",
-                       "Tensor", "Tensor", "Tensor")
-def _adam_step(adam_op, beta1_power: ms.Tensor, beta2_power: ms.Tensor, lr: ms.Tensor, beta1: ms.Tensor,
-               beta2: ms.Tensor, eps_t: ms.Tensor, param: ms.Tensor, exp_avg: ms.Tensor,
-               exp_avg_sq: ms.Tensor, grad: ms.Tensor) -> bool:
+@_adam_update.register(
+    "Function",
+    "Tensor",
+    "Tensor",
+    "Tensor",
+    "Tensor",
+    "Tensor",
+    "Tensor",
+    "Tensor",
+    "Tensor",
+    "Tensor",
+    "Tensor",
+)
+def _adam_step(
+    adam_op,
+    beta1_power: ms.Tensor,
+    beta2_power: ms.Tensor,
+    lr: ms.Tensor,
+    beta1: ms.Tensor,
+    beta2: ms.Tensor,
+    eps_t: ms.Tensor,
+    param: ms.Tensor,
+    exp_avg: ms.Tensor,
+    exp_avg_sq: ms.Tensor,
+    grad: ms.Tensor,
+) -> bool:
     adam_op(param, exp_avg, exp_avg_sq, beta1_power, beta2_power, lr, beta1, beta2, eps_t, grad)
     return True
 
@@ -66,16 +90,22 @@ class TorchAdam(nn.Cell):
     with ``e = eps sqrt(1 - b2^t)`` this is exactly torch's ``w -= lr/(1-b1^t) m / (sqrt(v/(1-b2^t)) + eps)``.
     """
 
-    def __init__(self, params: Sequence[Parameter], lr: float, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8) -> None:
+    def __init__(
+        self,
+        params: Sequence[Parameter],
+        lr: float,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ) -> None:
         super().__init__()
         if lr <= 0 or not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0) or eps < 0:
             raise ValueError(f"Adam needs lr > 0, betas in [0, 1), eps >= 0; got {lr}, {betas}, {eps}")
         self.parameters = ms.ParameterTuple(params)
         self.exp_avg = self.parameters.clone(prefix="exp_avg", init="zeros")
         self.exp_avg_sq = self.parameters.clone(prefix="exp_avg_sq", init="zeros")
-        self.state_step = Parameter(ms.Tensor(np.zeros((1,), np.float32)), name="state_step",
-                                    requires_grad=False)
+        self.state_step = Parameter(
+            ms.Tensor(np.zeros((1,), np.float32)), name="state_step", requires_grad=False
+        )
         self.beta1, self.beta2, self.eps = float(betas[0]), float(betas[1]), float(eps)
         self.consts = [ms.Tensor(float(x), ms.float32) for x in (lr, betas[0], betas[1])]  # kernel inputs
         self.adam_op = ops.Adam()
@@ -87,8 +117,16 @@ class TorchAdam(nn.Cell):
         beta1_power, beta2_power = ops.pow(self.beta1, step), ops.pow(self.beta2, step)
         eps_t = self.eps * ops.sqrt(1.0 - beta2_power)
         lr, beta1, beta2 = self.consts
-        update = ops.partial(_adam_update, self.adam_op, beta1_power.reshape(()), beta2_power.reshape(()),
-                             lr, beta1, beta2, eps_t.reshape(()))
+        update = ops.partial(
+            _adam_update,
+            self.adam_op,
+            beta1_power.reshape(()),
+            beta2_power.reshape(()),
+            lr,
+            beta1,
+            beta2,
+            eps_t.reshape(()),
+        )
         return self.hyper_map(update, self.parameters, self.exp_avg, self.exp_avg_sq, grads)
 
 

@@ -49,6 +49,8 @@ from marl.utils.ms import (
 
 STAT_NAMES = ("loss", "td_error_abs", "q_taken_mean", "target_mean", "grad_norm")
 MIXERS = ("qmix", "vdn", "none")
+
+
 class QNets(nn.Cell):
     """Online and target agent/mixer under one parent Cell, so parameter names are unique."""
 

@@ -102,8 +102,11 @@ class RayRunner(ParallelRunner):
                         f"{err}; gave up after {attempt} replays (raise ray.max_episode_retries or "
                         "ray.max_restarts, or look at the worker's log under /tmp/ray/session_latest/logs)"
                     ) from err
-                print(f"[ray] {err}; waiting for Ray to restart it, then replaying the batch "
-                      f"({attempt + 1}/{self.max_episode_retries})", file=sys.stderr)
+                print(
+                    f"[ray] {err}; waiting for Ray to restart it, then replaying the batch "
+                    f"({attempt + 1}/{self.max_episode_retries})",
+                    file=sys.stderr,
+                )
                 self.venv.wait_alive(err.worker)
                 self.replayed_batches += 1
         raise AssertionError("unreachable")

@@ -17,7 +17,8 @@ __all__ = ["StarCraft2Env", "list_maps", "load_map", "make_sc2_env", "pettingzoo
 
 
 @register("env", "sc2")
-def make_sc2_env(map_name: str = "3m", backend: str = "auto", seed: int | None = None,
-                 **args: Any) -> StarCraft2Env:
+def make_sc2_env(
+    map_name: str = "3m", backend: str = "auto", seed: int | None = None, **args: Any
+) -> StarCraft2Env:
     """Registry factory: a SMAC env for ``map_name`` on ``backend`` (sim | auto | sc2)."""
     return StarCraft2Env(map_name=map_name, backend=backend, seed=seed, **args)

@@ -31,8 +31,9 @@ class BatchedStarCraft2Env:
     returned by the getters belong to the env: a later masked step may overwrite their stepped rows.
     """
 
-    def __init__(self, map_name: str = "8m", n_envs: int = 1, seed: int | None = None,
-                 **smac_flags: Any) -> None:
+    def __init__(
+        self, map_name: str = "8m", n_envs: int = 1, seed: int | None = None, **smac_flags: Any
+    ) -> None:
         if int(n_envs) < 1:
             raise ValueError(f"n_envs must be >= 1, got {n_envs}")
         self.map_name = map_name
@@ -89,8 +90,9 @@ class BatchedStarCraft2Env:
         self._observe(idx)
         return self._obs, self._state
 
-    def step(self, actions_EN: Any, mask: np.ndarray | None = None
-             ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    def step(
+        self, actions_EN: Any, mask: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         """One joint action per env; returns (reward_E, terminated_E, info) with info arrays ``battle_won``,
         ``dead_allies``, ``dead_enemies`` and ``episode_limit`` (a timeout with ``continuing_episode``).
 
@@ -113,8 +115,10 @@ class BatchedStarCraft2Env:
             return np.zeros(E), np.zeros(E, dtype=bool), info
         if not (self._running.all() if idx is None else self._running[rows].all()):
             bad = rows[~self._running[rows]].tolist()
-            raise RuntimeError(f"env(s) {bad} are not running (never reset, or the episode ended); "
-                               "call reset() or reset_envs() first")
+            raise RuntimeError(
+                f"env(s) {bad} are not running (never reset, or the episode ended); "
+                "call reset() or reset_envs() first"
+            )
         sub = self._check_actions(a if idx is None else a[idx], rows)
         f, o = self.features, self.opts
         if idx is None:
@@ -123,8 +127,9 @@ class BatchedStarCraft2Env:
             self._last_action[idx] = self._eye[sub]
         if o.heuristic_ai:
             u = self._units if idx is None else self._units.take(idx)
-            sub = f.batch_heuristic(u, [self._targets[e] for e in rows], self._avail[rows], o.heuristic_rest,
-                                    f.batch_geometry(u))
+            sub = f.batch_heuristic(
+                u, [self._targets[e] for e in rows], self._avail[rows], o.heuristic_rest, f.batch_geometry(u)
+            )
         if idx is None:
             full = sub
         else:
@@ -155,14 +160,22 @@ class BatchedStarCraft2Env:
             reward = reward / (self.max_reward / o.reward_scale_rate)
         self._observe(idx)
         if idx is None:
-            info = {"battle_won": won, "dead_allies": dead_a, "dead_enemies": dead_e,
-                    "episode_limit": timeout & o.continuing_episode}
+            info = {
+                "battle_won": won,
+                "dead_allies": dead_a,
+                "dead_enemies": dead_e,
+                "episode_limit": timeout & o.continuing_episode,
+            }
             return reward, term, info
         out_r, out_t = np.zeros(E), np.zeros(E, dtype=bool)
         out_r[idx], out_t[idx] = reward, term
         info = {}
-        for k, v in (("battle_won", won), ("dead_allies", dead_a), ("dead_enemies", dead_e),
-                     ("episode_limit", timeout & o.continuing_episode)):
+        for k, v in (
+            ("battle_won", won),
+            ("dead_allies", dead_a),
+            ("dead_enemies", dead_e),
+            ("episode_limit", timeout & o.continuing_episode),
+        ):
             info[k] = np.zeros(E, dtype=v.dtype)
             info[k][idx] = v
         return out_r, out_t, info
@@ -170,8 +183,9 @@ class BatchedStarCraft2Env:
     def _mask(self, mask: Any) -> np.ndarray:
         mask = np.asarray(mask)
         if mask.shape != (self.n_envs,) or mask.dtype != np.bool_:
-            raise ValueError(f"mask must be a bool array of shape ({self.n_envs},), "
-                             f"got {mask.dtype} {mask.shape}")
+            raise ValueError(
+                f"mask must be a bool array of shape ({self.n_envs},), got {mask.dtype} {mask.shape}"
+            )
         return mask
 
     def _check_actions(self, a: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -182,17 +196,20 @@ class BatchedStarCraft2Env:
         a = a.astype(np.int64, copy=False)
         if not (a.view(np.uint64) < self.n_actions).all():  # negatives wrap to huge values
             k, i = np.argwhere((a < 0) | (a >= self.n_actions))[0]
-            raise ValueError(f"env {rows[k]}, agent {i}: action {a[k, i]} is out of range "
-                             f"0..{self.n_actions - 1}")
+            raise ValueError(
+                f"env {rows[k]}, agent {i}: action {a[k, i]} is out of range 0..{self.n_actions - 1}"
+            )
         if not self.opts.heuristic_ai:
             avail = self._avail[rows] if len(rows) < self.n_envs else self._avail
-            ok = avail.reshape(-1)[self._flat_base[:len(rows)] + a]
+            ok = avail.reshape(-1)[self._flat_base[: len(rows)] + a]
             if not ok.all():
                 k, i = np.argwhere(ok == 0)[0]
                 act = int(a[k, i])
-                raise ValueError(f"env {rows[k]}, agent {i} cannot take action {act} "
-                                 f"({self.action_name(i, act)}); available actions: "
-                                 f"{np.flatnonzero(avail[k, i]).tolist()}")
+                raise ValueError(
+                    f"env {rows[k]}, agent {i} cannot take action {act} "
+                    f"({self.action_name(i, act)}); available actions: "
+                    f"{np.flatnonzero(avail[k, i]).tolist()}"
+                )
         return a
 
     def _observe(self, idx: np.ndarray | None) -> None:
@@ -235,9 +252,15 @@ class BatchedStarCraft2Env:
     def get_env_info(self) -> dict[str, Any]:
         """SMAC's env info of one env (the same for every env of the batch)."""
         f = self.features
-        return {"state_shape": f.state_size, "obs_shape": f.obs_size, "n_actions": self.n_actions,
-                "n_agents": self.n_agents, "episode_limit": self.episode_limit,
-                "agent_features": list(f.agent_features), "enemy_features": list(f.enemy_features)}
+        return {
+            "state_shape": f.state_size,
+            "obs_shape": f.obs_size,
+            "n_actions": self.n_actions,
+            "n_agents": self.n_agents,
+            "episode_limit": self.episode_limit,
+            "agent_features": list(f.agent_features),
+            "enemy_features": list(f.enemy_features),
+        }
 
     def env_stats(self, e: int) -> dict[str, Any]:
         """``StarCraft2Env.get_stats()`` of env ``e``."""
@@ -253,8 +276,14 @@ class BatchedStarCraft2Env:
 
 
 def _stats(won: int, game: int, timeouts: int) -> dict[str, Any]:
-    return {"battles_won": won, "battles_game": game, "battles_draw": timeouts,
-            "win_rate": won / game if game else 0.0, "timeouts": timeouts, "restarts": 0}
+    return {
+        "battles_won": won,
+        "battles_game": game,
+        "battles_draw": timeouts,
+        "win_rate": won / game if game else 0.0,
+        "timeouts": timeouts,
+        "restarts": 0,
+    }
 
 
 class BatchedSmacVectorEnv:
@@ -298,14 +327,17 @@ class BatchedSmacVectorEnv:
         mask = self._mask(rows)
         actions = np.asarray(actions_BN)
         if actions.shape != (len(rows), self.env.n_agents):
-            raise ValueError(f"actions must have shape ({len(rows)}, {self.env.n_agents}) for rows "
-                             f"{rows.tolist()}, got {actions.shape}")
+            raise ValueError(
+                f"actions must have shape ({len(rows)}, {self.env.n_agents}) for rows "
+                f"{rows.tolist()}, got {actions.shape}"
+            )
         full = np.zeros((self.n_envs, self.env.n_agents), dtype=actions.dtype)
         full[rows] = actions
         reward, term, info = self.env.step(full, mask)
         nxt = self._observe(rows)
-        won, da, de, lim = (info[k][rows].tolist() for k in
-                            ("battle_won", "dead_allies", "dead_enemies", "episode_limit"))
+        won, da, de, lim = (
+            info[k][rows].tolist() for k in ("battle_won", "dead_allies", "dead_enemies", "episode_limit")
+        )
         out = []
         for k, r in enumerate(rows):
             i = {"battle_won": won[k], "dead_allies": da[k], "dead_enemies": de[k]}
@@ -332,8 +364,10 @@ class BatchedSmacVectorEnv:
             return self.env.env_stats(row)
         if method == "get_env_info":
             return self.env.get_env_info()
-        raise NotImplementedError(f"BatchedSmacVectorEnv.call supports 'get_stats' and 'get_env_info', "
-                                  f"not {method!r}; use StarCraft2Env envs (SyncVectorEnv) for it")
+        raise NotImplementedError(
+            f"BatchedSmacVectorEnv.call supports 'get_stats' and 'get_env_info', "
+            f"not {method!r}; use StarCraft2Env envs (SyncVectorEnv) for it"
+        )
 
     def close(self) -> None:
         self.env.close()

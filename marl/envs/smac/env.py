@@ -33,8 +33,9 @@ class Engine(Protocol):
     def seed(self, seed: int) -> None: ...
 
 
-def make_engine(spec: MapSpec, backend: str, seed: int | None, difficulty: str = "7",
-                step_mul: int = 8) -> Engine:
+def make_engine(
+    spec: MapSpec, backend: str, seed: int | None, difficulty: str = "7", step_mul: int = 8
+) -> Engine:
     """The engine for ``backend``: "sim" (embedded), "sc2" (the real game; an error saying how to install
     it when absent) or "auto" (the game when it and the map are found, else the embedded engine)."""
     if backend not in BACKENDS:
@@ -56,10 +57,18 @@ class StarCraft2Env(MultiAgentEnv):
     engine with any object that has ``reset``/``step``/``seed`` (tests, custom simulators).
     """
 
-    def __init__(self, map_name: str = "8m", backend: str = "auto", seed: int | None = None,
-                 replay_dir: str | None = None, replay_prefix: str | None = None,
-                 engine: Engine | None = None, difficulty: str = "7", step_mul: int = 8,
-                 **smac_flags: Any) -> None:
+    def __init__(
+        self,
+        map_name: str = "8m",
+        backend: str = "auto",
+        seed: int | None = None,
+        replay_dir: str | None = None,
+        replay_prefix: str | None = None,
+        engine: Engine | None = None,
+        difficulty: str = "7",
+        step_mul: int = 8,
+        **smac_flags: Any,
+    ) -> None:
         self.map_name = map_name
         self.spec = load_map(map_name)
         self.opts = SmacOptions.from_flags(**smac_flags)
@@ -128,9 +137,13 @@ class StarCraft2Env(MultiAgentEnv):
         acts = self._check_actions(actions)
         self.last_action = np.eye(self.n_actions, dtype=np.float32)[acts]
         if self.opts.heuristic_ai:
-            acts = self.features.batch_heuristic(self._units, [self._heuristic_targets], self._avail[None],
-                                                 self.opts.heuristic_rest,
-                                                 self.features.batch_geometry(self._units))[0]
+            acts = self.features.batch_heuristic(
+                self._units,
+                [self._heuristic_targets],
+                self._avail[None],
+                self.opts.heuristic_rest,
+                self.features.batch_geometry(self._units),
+            )[0]
         prev = self._units
         try:
             table = self._engine.step(acts.copy())
@@ -145,8 +158,11 @@ class StarCraft2Env(MultiAgentEnv):
 
         reward_E, code_E, dead_a, dead_e = self.features.reward_and_end(prev, self._units, self._dead)
         reward, code = float(reward_E[0]), int(code_E[0])
-        info: dict[str, Any] = {"battle_won": False, "dead_allies": int(dead_a[0]),
-                                "dead_enemies": int(dead_e[0])}
+        info: dict[str, Any] = {
+            "battle_won": False,
+            "dead_allies": int(dead_a[0]),
+            "dead_enemies": int(dead_e[0]),
+        }
         terminated = False
         if code != RUNNING:
             terminated = True
@@ -173,18 +189,19 @@ class StarCraft2Env(MultiAgentEnv):
     @property
     def death_tracker_ally(self) -> np.ndarray:
         """SMAC's per-agent "has died" flags (a view of the tracker)."""
-        return self._dead[0, :self.n_agents]
+        return self._dead[0, : self.n_agents]
 
     @property
     def death_tracker_enemy(self) -> np.ndarray:
         """SMAC's per-enemy "has died" flags (a view of the tracker)."""
-        return self._dead[0, self.n_agents:]
+        return self._dead[0, self.n_agents :]
 
     def _check_actions(self, actions: Any) -> np.ndarray:
         acts = np.asarray(actions).reshape(-1)
         if acts.shape[0] != self.n_agents:
-            raise ValueError(f"expected {self.n_agents} actions (one per agent) on {self.map_name}, "
-                             f"got {acts.shape[0]}")
+            raise ValueError(
+                f"expected {self.n_agents} actions (one per agent) on {self.map_name}, got {acts.shape[0]}"
+            )
         if not np.issubdtype(acts.dtype, np.integer):
             if not np.all(np.equal(np.mod(acts, 1), 0)):
                 raise ValueError(f"actions must be integers, got {actions!r}")
@@ -194,8 +211,10 @@ class StarCraft2Env(MultiAgentEnv):
                 raise ValueError(f"agent {i}: action {a} is out of range 0..{self.n_actions - 1}")
             if not self.opts.heuristic_ai and not self._avail[i, a]:
                 ok = np.flatnonzero(self._avail[i]).tolist()
-                raise ValueError(f"agent {i} cannot take action {a} ({self.action_name(i, int(a))}); "
-                                 f"available actions: {ok}")
+                raise ValueError(
+                    f"agent {i} cannot take action {a} ({self.action_name(i, int(a))}); "
+                    f"available actions: {ok}"
+                )
         return acts
 
     def action_name(self, agent_id: int, action: int) -> str:
@@ -208,16 +227,19 @@ class StarCraft2Env(MultiAgentEnv):
 
     def _check_table(self, table: UnitTable) -> None:
         if len(table.allies.health) != self.n_agents or len(table.enemies.health) != self.n_enemies:
-            raise RuntimeError(f"engine returned {len(table.allies.health)} allies and "
-                               f"{len(table.enemies.health)} enemies; {self.map_name} has "
-                               f"{self.n_agents} and {self.n_enemies}")
+            raise RuntimeError(
+                f"engine returned {len(table.allies.health)} allies and "
+                f"{len(table.enemies.health)} enemies; {self.map_name} has "
+                f"{self.n_agents} and {self.n_enemies}"
+            )
 
     def _set_table(self, table: UnitTable) -> None:
         """Cache what every getter needs: availability, observations and state of ``table``."""
         self._table = table
         self._units = Units.from_table(table)
-        avail, obs, state = self.features.observe(self._units, self.last_action[None],
-                                                  np.array([self._episode_steps]))
+        avail, obs, state = self.features.observe(
+            self._units, self.last_action[None], np.array([self._episode_steps])
+        )
         self._avail, self._obs, self._state = avail[0], obs[0], state[0]
 
     def _require(self) -> UnitTable:
@@ -256,8 +278,10 @@ class StarCraft2Env(MultiAgentEnv):
         s = self.get_state()
         f = self.features
         na, ne = self.n_agents * f.ally_state_size, self.n_enemies * f.enemy_state_size
-        out = {"allies": s[:na].reshape(self.n_agents, -1),
-               "enemies": s[na:na + ne].reshape(self.n_enemies, -1)}
+        out = {
+            "allies": s[:na].reshape(self.n_agents, -1),
+            "enemies": s[na : na + ne].reshape(self.n_enemies, -1),
+        }
         if self.opts.state_last_action:
             out["last_action"] = self.last_action.copy()
         if self.opts.state_timestep_number:
@@ -288,16 +312,25 @@ class StarCraft2Env(MultiAgentEnv):
         return self.features.own_size + int(self.opts.obs_timestep_number)
 
     def get_env_info(self) -> dict[str, Any]:
-        return {"state_shape": self.get_state_size(), "obs_shape": self.get_obs_size(),
-                "n_actions": self.n_actions, "n_agents": self.n_agents, "episode_limit": self.episode_limit,
-                "agent_features": list(self.features.agent_features),
-                "enemy_features": list(self.features.enemy_features)}
+        return {
+            "state_shape": self.get_state_size(),
+            "obs_shape": self.get_obs_size(),
+            "n_actions": self.n_actions,
+            "n_agents": self.n_agents,
+            "episode_limit": self.episode_limit,
+            "agent_features": list(self.features.agent_features),
+            "enemy_features": list(self.features.enemy_features),
+        }
 
     def get_stats(self) -> dict[str, Any]:
-        return {"battles_won": self.battles_won, "battles_game": self.battles_game,
-                "battles_draw": self.timeouts,
-                "win_rate": self.battles_won / self.battles_game if self.battles_game else 0.0,
-                "timeouts": self.timeouts, "restarts": self.restarts + self._engine_restarts()}
+        return {
+            "battles_won": self.battles_won,
+            "battles_game": self.battles_game,
+            "battles_draw": self.timeouts,
+            "win_rate": self.battles_won / self.battles_game if self.battles_game else 0.0,
+            "timeouts": self.timeouts,
+            "restarts": self.restarts + self._engine_restarts(),
+        }
 
     def _engine_restarts(self) -> int:
         stats = self._engine.get_stats() if hasattr(self._engine, "get_stats") else {}

@@ -24,11 +24,47 @@ def _cell(padded, x, y, pad):
 
 
 @njit(cache=True)
-def observe_kernel(n, pos, health, shield, cooldown, energy, hmax, last_action, steps,  # noqa: C901
-                   medivac, ally_onehot, enemy_onehot, ally_max_shield, enemy_max_shield, ally_max_cd,
-                   walk_in, walk_out, height, pad, surround, dirs, map_x, map_y, episode_limit,
-                   all_health, own_health, obs_last, obs_path, obs_height, obs_time, state_last,
-                   state_time, s_a, s_e, sight, shoot, avail, obs, state):
+def observe_kernel(
+    n,
+    pos,
+    health,
+    shield,
+    cooldown,
+    energy,
+    hmax,
+    last_action,
+    steps,  # noqa: C901
+    medivac,
+    ally_onehot,
+    enemy_onehot,
+    ally_max_shield,
+    enemy_max_shield,
+    ally_max_cd,
+    walk_in,
+    walk_out,
+    height,
+    pad,
+    surround,
+    dirs,
+    map_x,
+    map_y,
+    episode_limit,
+    all_health,
+    own_health,
+    obs_last,
+    obs_path,
+    obs_height,
+    obs_time,
+    state_last,
+    state_time,
+    s_a,
+    s_e,
+    sight,
+    shoot,
+    avail,
+    obs,
+    state,
+):
     """Fill ``avail`` (E, n, A) int64, ``obs`` (E, n, O) float32 and ``state`` (E, S) float32 (all zeroed
     by the caller; ``state`` may have 0 columns when obs_instead_of_state). Layout as features.py."""
     E, U = pos.shape[0], pos.shape[1]
@@ -179,8 +215,24 @@ def observe_kernel(n, pos, health, shield, cooldown, energy, hmax, last_action, 
 
 
 @njit(cache=True)
-def reward_end_kernel(n, prev_health, prev_shield, health, shield, dead, mmm, ally_medivac, enemy_medivac,
-                      sparse, only_positive, death_value, neg_scale, reward, code, n_dead):
+def reward_end_kernel(
+    n,
+    prev_health,
+    prev_shield,
+    health,
+    shield,
+    dead,
+    mmm,
+    ally_medivac,
+    enemy_medivac,
+    sparse,
+    only_positive,
+    death_value,
+    neg_scale,
+    reward,
+    code,
+    n_dead,
+):
     """SMAC's dense reward (before the end bonus), end code and dead counts of E envs, updating the death
     tracker ``dead`` (E, U) in place; the compiled twin of ``batch_reward`` + ``batch_end_code`` (damage
     summed unit by unit, so it may differ from NumPy's pairwise sums in the last bit)."""

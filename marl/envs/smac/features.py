@@ -35,8 +35,19 @@ from marl.envs.smac.options import (
 )
 from marl.envs.smac.types import MapSpec, UnitTable
 
-__all__ = ["MOVE_AMOUNT", "N_ACTIONS_NO_ATTACK", "RUNNING", "SHOOT_RANGE", "SIGHT_RANGE",
-           "UNIT_MAX_HEALTH_SHIELD", "Geometry", "SmacFeatures", "SmacOptions", "Units", "max_reward"]
+__all__ = [
+    "MOVE_AMOUNT",
+    "N_ACTIONS_NO_ATTACK",
+    "RUNNING",
+    "SHOOT_RANGE",
+    "SIGHT_RANGE",
+    "UNIT_MAX_HEALTH_SHIELD",
+    "Geometry",
+    "SmacFeatures",
+    "SmacOptions",
+    "Units",
+    "max_reward",
+]
 
 
 class SmacFeatures(NumpyFeatures):
@@ -46,17 +57,40 @@ class SmacFeatures(NumpyFeatures):
         super().__init__(spec, opts)
         self.compiled = compiled  # observe() through the compiled kernel (else the NumPy methods)
         o = opts
-        self._kernel_args = (self.ally_medivac, self.ally_onehot, self.enemy_onehot, self.ally_max_shield,
-                             self.enemy_max_shield, self.ally_max_cd, self._walk_in, self._walk_out,
-                             self._height_pad, _PAD, _SURROUND, self._move_dirs, float(self.map_x),
-                             float(self.map_y), spec.episode_limit, o.obs_all_health, o.own_health,
-                             o.obs_last_action, o.obs_pathing_grid, o.obs_terrain_height,
-                             o.obs_timestep_number, o.state_last_action, o.state_timestep_number, self.s_a,
-                             self.s_e, SIGHT_RANGE, SHOOT_RANGE)
+        self._kernel_args = (
+            self.ally_medivac,
+            self.ally_onehot,
+            self.enemy_onehot,
+            self.ally_max_shield,
+            self.enemy_max_shield,
+            self.ally_max_cd,
+            self._walk_in,
+            self._walk_out,
+            self._height_pad,
+            _PAD,
+            _SURROUND,
+            self._move_dirs,
+            float(self.map_x),
+            float(self.map_y),
+            spec.episode_limit,
+            o.obs_all_health,
+            o.own_health,
+            o.obs_last_action,
+            o.obs_pathing_grid,
+            o.obs_terrain_height,
+            o.obs_timestep_number,
+            o.state_last_action,
+            o.state_timestep_number,
+            self.s_a,
+            self.s_e,
+            SIGHT_RANGE,
+            SHOOT_RANGE,
+        )
 
     # ================================================================ batched (E envs): the per-step path
-    def observe(self, u: Units, last_action: np.ndarray, steps: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def observe(
+        self, u: Units, last_action: np.ndarray, steps: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(avail (E, n, A) int64, obs (E, n, O) float32, state (E, S) float32) of E envs: one compiled
         call (:mod:`marl.envs.smac.fast_features`) or, with ``compiled=False``, the NumPy reference."""
         if not self.compiled:
@@ -72,16 +106,28 @@ class SmacFeatures(NumpyFeatures):
         state = np.zeros((E, 0 if o.obs_instead_of_state else self.state_size), dtype=np.float32)
         f64 = np.float64
         hmax = u.health_max.reshape(-1, u.health.shape[1]).astype(f64, copy=False)  # (1 or E, U)
-        observe_kernel(n, u.pos.astype(f64, copy=False), u.health.astype(f64, copy=False),
-                       u.shield.astype(f64, copy=False), u.cooldown.astype(f64, copy=False),
-                       u.energy.astype(f64, copy=False), hmax, last_action.astype(np.float32, copy=False),
-                       np.asarray(steps, dtype=np.int64), *self._kernel_args, avail, obs, state)
+        observe_kernel(
+            n,
+            u.pos.astype(f64, copy=False),
+            u.health.astype(f64, copy=False),
+            u.shield.astype(f64, copy=False),
+            u.cooldown.astype(f64, copy=False),
+            u.energy.astype(f64, copy=False),
+            hmax,
+            last_action.astype(np.float32, copy=False),
+            np.asarray(steps, dtype=np.int64),
+            *self._kernel_args,
+            avail,
+            obs,
+            state,
+        )
         if o.obs_instead_of_state:
             state = obs.reshape(E, self.state_size).copy()
         return avail, obs, state
 
-    def reward_and_end(self, prev: Units, cur: Units, dead: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def reward_and_end(
+        self, prev: Units, cur: Units, dead: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(reward (E,) before the end bonus, end code (E,), dead allies (E,), dead enemies (E,)).
 
         Updates the death tracker ``dead`` in place. One compiled call, or with ``compiled=False`` the NumPy
@@ -95,16 +141,29 @@ class SmacFeatures(NumpyFeatures):
         o, E, f64 = self.opts, cur.n_envs, np.float64
         reward, code = np.empty(E), np.empty(E, dtype=np.int64)
         n_dead = np.zeros((E, 2), dtype=np.int64)
-        reward_end_kernel(self.n_agents, prev.health.astype(f64, copy=False),
-                          prev.shield.astype(f64, copy=False), cur.health.astype(f64, copy=False),
-                          cur.shield.astype(f64, copy=False), dead,
-                          self.spec.map_type == "MMM", self.ally_medivac, self.enemy_medivac, o.reward_sparse,
-                          o.reward_only_positive, o.reward_death_value, o.reward_negative_scale, reward, code,
-                          n_dead)
+        reward_end_kernel(
+            self.n_agents,
+            prev.health.astype(f64, copy=False),
+            prev.shield.astype(f64, copy=False),
+            cur.health.astype(f64, copy=False),
+            cur.shield.astype(f64, copy=False),
+            dead,
+            self.spec.map_type == "MMM",
+            self.ally_medivac,
+            self.enemy_medivac,
+            o.reward_sparse,
+            o.reward_only_positive,
+            o.reward_death_value,
+            o.reward_negative_scale,
+            reward,
+            code,
+            n_dead,
+        )
         return reward, code, n_dead[:, 0], n_dead[:, 1]
 
-    def batch_heuristic(self, u: Units, targets: list[list[int | None]], avail: np.ndarray, rest: bool,
-                        geo: Geometry) -> np.ndarray:
+    def batch_heuristic(
+        self, u: Units, targets: list[list[int | None]], avail: np.ndarray, rest: bool, geo: Geometry
+    ) -> np.ndarray:
         """SMAC's ``heuristic_ai`` actions (E, n_agents) for E envs (see :func:`heuristic_actions`)."""
         return heuristic_actions(self, u, targets, avail, rest, geo)
 
@@ -118,19 +177,31 @@ class SmacFeatures(NumpyFeatures):
         u = Units.from_table(t)
         return self.batch_avail(u, geo or self.batch_geometry(u))[0]
 
-    def observations(self, t: UnitTable, avail: np.ndarray, last_action: np.ndarray, steps: int,
-                     geo: Geometry | None = None) -> np.ndarray:
+    def observations(
+        self,
+        t: UnitTable,
+        avail: np.ndarray,
+        last_action: np.ndarray,
+        steps: int,
+        geo: Geometry | None = None,
+    ) -> np.ndarray:
         """(n_agents, obs_size) float32 observations (docs/smac.md §3.1); dead agents get zeros."""
         u = Units.from_table(t)
         last = np.asarray(last_action)[None]
-        return self.batch_obs(u, np.asarray(avail)[None], last, np.array([steps]),
-                              geo or self.batch_geometry(u))[0]
+        return self.batch_obs(
+            u, np.asarray(avail)[None], last, np.array([steps]), geo or self.batch_geometry(u)
+        )[0]
 
-    def state(self, t: UnitTable, last_action: np.ndarray, steps: int,
-              obs: np.ndarray | None = None) -> np.ndarray:
+    def state(
+        self, t: UnitTable, last_action: np.ndarray, steps: int, obs: np.ndarray | None = None
+    ) -> np.ndarray:
         """Global state vector (docs/smac.md §3.2), float32; ``obs`` is used with ``obs_instead_of_state``."""
-        return self.batch_state(Units.from_table(t), np.asarray(last_action)[None], np.array([steps]),
-                                None if obs is None else np.asarray(obs)[None])[0]
+        return self.batch_state(
+            Units.from_table(t),
+            np.asarray(last_action)[None],
+            np.array([steps]),
+            None if obs is None else np.asarray(obs)[None],
+        )[0]
 
     def visibility(self, t: UnitTable, geo: Geometry | None = None) -> np.ndarray:
         """(n_agents, n_agents + n_enemies) bool: living agent i sees living unit k within sight (no self)."""
@@ -142,21 +213,29 @@ class SmacFeatures(NumpyFeatures):
         code = int(self.batch_end_code(Units.from_table(t))[0])
         return None if code == RUNNING else code
 
-    def battle_reward(self, prev: UnitTable, cur: UnitTable, dead_allies: np.ndarray,
-                      dead_enemies: np.ndarray) -> float:
+    def battle_reward(
+        self, prev: UnitTable, cur: UnitTable, dead_allies: np.ndarray, dead_enemies: np.ndarray
+    ) -> float:
         """Dense per-step reward before win/loss bonus and scaling (docs/smac.md §5).
 
         ``dead_allies``/``dead_enemies`` are SMAC's death trackers (bool arrays), updated in place.
         """
         dead = np.concatenate([dead_allies, dead_enemies])[None]
         r = float(self.batch_reward(Units.from_table(prev), Units.from_table(cur), dead)[0])
-        dead_allies[:] = dead[0, :self.n_agents]
-        dead_enemies[:] = dead[0, self.n_agents:]
+        dead_allies[:] = dead[0, : self.n_agents]
+        dead_enemies[:] = dead[0, self.n_agents :]
         return r
 
-    def heuristic_actions(self, t: UnitTable, targets: list[int | None], avail: np.ndarray,
-                          rest: bool, geo: Geometry | None = None) -> np.ndarray:
+    def heuristic_actions(
+        self,
+        t: UnitTable,
+        targets: list[int | None],
+        avail: np.ndarray,
+        rest: bool,
+        geo: Geometry | None = None,
+    ) -> np.ndarray:
         """SMAC's ``heuristic_ai`` for one env (see :meth:`batch_heuristic`); ``targets`` updated in place."""
         u = Units.from_table(t)
-        return self.batch_heuristic(u, [targets], np.asarray(avail)[None], rest,
-                                    geo or self.batch_geometry(u))[0]
+        return self.batch_heuristic(
+            u, [targets], np.asarray(avail)[None], rest, geo or self.batch_geometry(u)
+        )[0]

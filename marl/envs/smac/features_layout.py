@@ -58,8 +58,15 @@ class Units:
         def cat(x: np.ndarray, y: np.ndarray) -> np.ndarray:
             return np.concatenate([x, y]).astype(np.float64, copy=False)[None]
 
-        return cls(len(a.health), cat(a.pos, e.pos), cat(a.health, e.health), cat(a.shield, e.shield),
-                   cat(a.cooldown, e.cooldown), cat(a.energy, e.energy), cat(a.health_max, e.health_max)[0])
+        return cls(
+            len(a.health),
+            cat(a.pos, e.pos),
+            cat(a.health, e.health),
+            cat(a.shield, e.shield),
+            cat(a.cooldown, e.cooldown),
+            cat(a.energy, e.energy),
+            cat(a.health_max, e.health_max)[0],
+        )
 
     @property
     def n_envs(self) -> int:
@@ -68,8 +75,15 @@ class Units:
     def take(self, idx: np.ndarray) -> Units:
         """The envs ``idx`` (an index array) as a smaller batch (copies)."""
         hmax = self.health_max if self.health_max.ndim == 1 else self.health_max[idx]
-        return Units(self.n_agents, self.pos[idx], self.health[idx], self.shield[idx], self.cooldown[idx],
-                     self.energy[idx], hmax)
+        return Units(
+            self.n_agents,
+            self.pos[idx],
+            self.health[idx],
+            self.shield[idx],
+            self.cooldown[idx],
+            self.energy[idx],
+            hmax,
+        )
 
     @property
     def alive(self) -> np.ndarray:
@@ -137,8 +151,9 @@ class FeatureLayout:
         self.enemy_max_shield = np.array([MAX_SHIELD.get(u, 1.0) for u in enemy_t])
         self.max_shield = np.concatenate([self.ally_max_shield, self.enemy_max_shield])
         if self.ally_medivac.any() and self.n_agents > self.n_enemies:
-            raise ValueError(f"{spec.name}: a Medivac heals ally j with action 6+j, "
-                             "so n_agents must be <= n_enemies")
+            raise ValueError(
+                f"{spec.name}: a Medivac heals ally j with action 6+j, so n_agents must be <= n_enemies"
+            )
         n = self.n_agents
         others = [[j for j in range(n) if j != i] for i in range(n)]
         self._others = np.array(others, dtype=np.int64).reshape(n, n - 1)
@@ -146,8 +161,9 @@ class FeatureLayout:
         self._ally_onehot_others = self.ally_onehot[self._others]  # (n, n-1, bits)
         self._medivac_idx = np.flatnonzero(self.ally_medivac)
         self.grid = spec.pathing_grid
-        self.height = (spec.terrain_height if spec.terrain_height is not None
-                       else np.zeros(spec.map_size, dtype=float))  # flat when the map gives no heights
+        self.height = (
+            spec.terrain_height if spec.terrain_height is not None else np.zeros(spec.map_size, dtype=float)
+        )  # flat when the map gives no heights
         self.map_x, self.map_y = spec.map_size
         self._any_medivac = bool(self.ally_medivac.any())
         self.side_bounds = np.array([0, n])  # np.add.reduceat boundaries of the unit axis: allies, enemies
@@ -167,18 +183,28 @@ class FeatureLayout:
         o = opts
         self.move_size = 4 + 8 * o.obs_pathing_grid + 9 * o.obs_terrain_height
         self.enemy_feat_size = 4 + self.bits + o.obs_all_health * (1 + self.s_e)
-        self.ally_feat_size = (4 + self.bits + o.obs_all_health * (1 + self.s_a)
-                               + o.obs_last_action * self.n_actions)
+        self.ally_feat_size = (
+            4 + self.bits + o.obs_all_health * (1 + self.s_a) + o.obs_last_action * self.n_actions
+        )
         self.own_size = self.bits + o.own_health * (1 + self.s_a)
-        self.obs_size = (self.move_size + self.n_enemies * self.enemy_feat_size
-                         + (n - 1) * self.ally_feat_size + self.own_size + o.obs_timestep_number)
+        self.obs_size = (
+            self.move_size
+            + self.n_enemies * self.enemy_feat_size
+            + (n - 1) * self.ally_feat_size
+            + self.own_size
+            + o.obs_timestep_number
+        )
         self.ally_state_size = 4 + self.s_a + self.bits
         self.enemy_state_size = 3 + self.s_e + self.bits
         if o.obs_instead_of_state:
             self.state_size = n * self.obs_size
         else:
-            self.state_size = (n * self.ally_state_size + self.n_enemies * self.enemy_state_size
-                               + o.state_last_action * n * self.n_actions + o.state_timestep_number)
+            self.state_size = (
+                n * self.ally_state_size
+                + self.n_enemies * self.enemy_state_size
+                + o.state_last_action * n * self.n_actions
+                + o.state_timestep_number
+            )
         self._obs_template, self._state_template = self._templates()
         types = [f"type_{i}" for i in range(self.bits)]
         self.agent_features = ["health", "energy/cooldown", "rel_x", "rel_y"] + ["shield"] * self.s_a + types
@@ -191,20 +217,19 @@ class FeatureLayout:
         obs = np.zeros((n, self.obs_size), dtype=np.float32)
         col = self.move_size
         fe = self.enemy_feat_size
-        obs[:, col:col + m * fe].reshape(n, m, fe)[..., fe - b:] = self.enemy_onehot
+        obs[:, col : col + m * fe].reshape(n, m, fe)[..., fe - b :] = self.enemy_onehot
         col += m * fe
         fa = self.ally_feat_size
-        ab = obs[:, col:col + (n - 1) * fa].reshape(n, n - 1, fa)
+        ab = obs[:, col : col + (n - 1) * fa].reshape(n, n - 1, fa)
         ab[..., 0] = 1.0
         k = 4 + o.obs_all_health * (1 + self.s_a)
-        ab[..., k:k + b] = self._ally_onehot_others
+        ab[..., k : k + b] = self._ally_onehot_others
         col += (n - 1) * fa
         own = col + o.own_health * (1 + self.s_a)
-        obs[:, own:own + b] = self.ally_onehot
+        obs[:, own : own + b] = self.ally_onehot
         state = np.zeros(self.state_size, dtype=np.float32)
         if not o.obs_instead_of_state:
             fa, fe = self.ally_state_size, self.enemy_state_size
-            state[:n * fa].reshape(n, fa)[:, fa - b:] = self.ally_onehot
-            state[n * fa:n * fa + m * fe].reshape(m, fe)[:, fe - b:] = self.enemy_onehot
+            state[: n * fa].reshape(n, fa)[:, fa - b :] = self.ally_onehot
+            state[n * fa : n * fa + m * fe].reshape(m, fe)[:, fe - b :] = self.enemy_onehot
         return obs, state
-

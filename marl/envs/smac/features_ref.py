@@ -58,13 +58,14 @@ class NumpyFeatures(FeatureLayout):
             med = self._medivac_idx
             heal = (geo.dist[:, med, :n] <= SHOOT_RANGE) & (alive_a & ~self.ally_medivac)[:, None, :]
             avail[:, med, 6:] = 0
-            avail[:, med, 6:6 + n] = heal
+            avail[:, med, 6 : 6 + n] = heal
         if not alive_a.all():
             avail[~alive_a] = self._dead_avail  # dead: only no-op
         return avail
 
-    def batch_obs(self, u: Units, avail: np.ndarray, last_action: np.ndarray, steps: np.ndarray,
-                  geo: Geometry) -> np.ndarray:
+    def batch_obs(
+        self, u: Units, avail: np.ndarray, last_action: np.ndarray, steps: np.ndarray, geo: Geometry
+    ) -> np.ndarray:
         """(E, n_agents, obs_size) float32 observations (docs/smac.md §3.1); dead agents get zeros.
 
         ``last_action`` (E, n_agents, n_actions) one-hot, ``steps`` (E,) steps taken this episode.
@@ -79,18 +80,18 @@ class NumpyFeatures(FeatureLayout):
         if o.obs_pathing_grid or o.obs_terrain_height:
             cell = np.trunc(u.pos[:, :n]).astype(np.int64)[:, :, None, :] + _SURROUND  # (E, n, 8, 2)
             if o.obs_pathing_grid:
-                out[..., col:col + 8] = self._lookup(self._walk_out, cell)
+                out[..., col : col + 8] = self._lookup(self._walk_out, cell)
                 col += 8
             if o.obs_terrain_height:
-                out[..., col:col + 8] = self._lookup(self._height_pad, cell)
+                out[..., col : col + 8] = self._lookup(self._height_pad, cell)
                 out[..., col + 8] = self._lookup(self._height_pad, cell[:, :, 0] - _SURROUND[0])
                 col += 9
         # Enemy block: only visible rows (alive, distance < sight) are filled. Column 0 copies avail[6+j],
         # which for a Medivac is its heal bit for ally j (SMAC does the same).
         fe = self.enemy_feat_size
-        eb = out[..., col:col + m * fe].reshape(E, n, m, fe)
+        eb = out[..., col : col + m * fe].reshape(E, n, m, fe)
         col += m * fe
-        eb[..., 0] = avail[..., 6:6 + m]
+        eb[..., 0] = avail[..., 6 : 6 + m]
         eb[..., 1:4] = g[:, :, n:]
         if o.obs_all_health:
             eb[..., 4] = hfrac[:, None, n:]
@@ -99,7 +100,7 @@ class NumpyFeatures(FeatureLayout):
         eb *= vis[:, :, n:, None]
         # Ally block: the other agents in increasing id.
         fa = self.ally_feat_size
-        ab = out[..., col:col + (n - 1) * fa].reshape(E, n, n - 1, fa)
+        ab = out[..., col : col + (n - 1) * fa].reshape(E, n, n - 1, fa)
         col += (n - 1) * fa
         others, rows = self._others, self._rows
         ab[..., 1:4] = g[:, rows, others]
@@ -111,7 +112,7 @@ class NumpyFeatures(FeatureLayout):
                 ab[..., 5] = (u.shield[:, :n] / self.ally_max_shield)[:, others]
                 k += 1
         if o.obs_last_action:
-            ab[..., k + b:] = last_action[:, others]
+            ab[..., k + b :] = last_action[:, others]
         ab *= vis[:, rows, others][..., None]
         # Own block.
         if o.own_health:
@@ -125,8 +126,14 @@ class NumpyFeatures(FeatureLayout):
             out[~alive_a] = 0.0
         return out
 
-    def batch_state(self, u: Units, last_action: np.ndarray, steps: np.ndarray,
-                    obs: np.ndarray | None = None, geo: Geometry | None = None) -> np.ndarray:
+    def batch_state(
+        self,
+        u: Units,
+        last_action: np.ndarray,
+        steps: np.ndarray,
+        obs: np.ndarray | None = None,
+        geo: Geometry | None = None,
+    ) -> np.ndarray:
         """(E, state_size) float32 global state (docs/smac.md §3.2); ``obs``: for ``obs_instead_of_state``."""
         E = u.n_envs
         if self.opts.obs_instead_of_state:
@@ -141,16 +148,19 @@ class NumpyFeatures(FeatureLayout):
         rel = (u.pos - self._centre) / self._size
         out = np.empty((E, self.state_size), dtype=np.float32)
         out[:] = self._state_template  # the type one-hots (zero elsewhere)
-        ally = out[:, :n * fa].reshape(E, n, fa)
+        ally = out[:, : n * fa].reshape(E, n, fa)
         ally[..., 0] = hfrac[:, :n]
-        cd = np.where(self.ally_medivac, u.energy[:, :n], u.cooldown[:, :n]) if self._any_medivac \
+        cd = (
+            np.where(self.ally_medivac, u.energy[:, :n], u.cooldown[:, :n])
+            if self._any_medivac
             else u.cooldown[:, :n]
+        )
         ally[..., 1] = cd / self.ally_max_cd
         ally[..., 2:4] = rel[:, :n]
         if self.s_a:
             ally[..., 4] = u.shield[:, :n] / self.ally_max_shield
         end = n * fa
-        enemy = out[:, end:end + m * fe].reshape(E, m, fe)
+        enemy = out[:, end : end + m * fe].reshape(E, m, fe)
         enemy[..., 0] = hfrac[:, n:]
         enemy[..., 1:3] = rel[:, n:]
         if self.s_e:
@@ -160,7 +170,7 @@ class NumpyFeatures(FeatureLayout):
             enemy[~alive[:, n:]] = 0.0
         end += m * fe
         if self.opts.state_last_action:
-            out[:, end:end + n * self.n_actions] = last_action.reshape(E, n * self.n_actions)
+            out[:, end : end + n * self.n_actions] = last_action.reshape(E, n * self.n_actions)
         if self.opts.state_timestep_number:
             out[:, -1] = np.asarray(steps) / self.spec.episode_limit
         return out

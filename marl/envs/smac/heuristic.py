@@ -12,8 +12,9 @@ if TYPE_CHECKING:
     from marl.envs.smac.features import Geometry, SmacFeatures, Units
 
 
-def heuristic_actions(f: SmacFeatures, u: Units, targets: list[list[int | None]], avail: np.ndarray,
-                      rest: bool, geo: Geometry) -> np.ndarray:
+def heuristic_actions(
+    f: SmacFeatures, u: Units, targets: list[list[int | None]], avail: np.ndarray, rest: bool, geo: Geometry
+) -> np.ndarray:
     """SMAC's ``heuristic_ai`` for E envs: attack the closest living enemy; a Medivac heals the
     closest wounded ally.
 

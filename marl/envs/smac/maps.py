@@ -26,8 +26,19 @@ from marl.envs.smac.types import MAP_TYPES, RACES, UNIT_NAMES, EnemyOrder, MapSp
 
 MAPS_DIR = Path(__file__).resolve().parents[3] / "maps"
 
-_TOP_KEYS = {"name", "description", "races", "episode_limit", "unit_type_bits", "map_type", "allies",
-             "enemies", "enemy_order", "arena", "map_size"}
+_TOP_KEYS = {
+    "name",
+    "description",
+    "races",
+    "episode_limit",
+    "unit_type_bits",
+    "map_type",
+    "allies",
+    "enemies",
+    "enemy_order",
+    "arena",
+    "map_size",
+}
 _REQUIRED = _TOP_KEYS - {"description", "map_size"}
 _ORDER_KINDS = {"attack_move": 1, "attack_move_between": 2, "attack_group": 0, "none": 0}
 
@@ -198,6 +209,17 @@ def parse_map(raw: Any, source: str = "<map>") -> MapSpec:
     description = raw.get("description", "")
     if not isinstance(description, str):
         chk.fail("description must be a string")
-    return MapSpec(name=name, ally_race=ally_race, enemy_race=enemy_race, episode_limit=limit,
-                   unit_type_bits=bits, map_type=map_type, allies=allies, enemies=enemies, enemy_order=order,
-                   pathing_grid=grid, map_size=map_size, description=description.strip())
+    return MapSpec(
+        name=name,
+        ally_race=ally_race,
+        enemy_race=enemy_race,
+        episode_limit=limit,
+        unit_type_bits=bits,
+        map_type=map_type,
+        allies=allies,
+        enemies=enemies,
+        enemy_order=order,
+        pathing_grid=grid,
+        map_size=map_size,
+        description=description.strip(),
+    )

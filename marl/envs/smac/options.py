@@ -19,21 +19,43 @@ SHOOT_RANGE = 6.0
 MOVE_AMOUNT = 2.0
 N_ACTIONS_NO_ATTACK = 6  # no-op, stop, north, south, east, west
 # Weapon cooldown normalisers in game loops (the Medivac's entry normalises its energy) [S].
-MAX_COOLDOWN = {"marine": 15, "marauder": 25, "medivac": 200, "stalker": 35, "zealot": 22, "colossus": 24,
-                "hydralisk": 10, "zergling": 11, "baneling": 1}
+MAX_COOLDOWN = {
+    "marine": 15,
+    "marauder": 25,
+    "medivac": 200,
+    "stalker": 35,
+    "zealot": 22,
+    "colossus": 24,
+    "hydralisk": 10,
+    "zergling": 11,
+    "baneling": 1,
+}
 DEFAULT_MAX_COOLDOWN = 15
 MAX_SHIELD = {"stalker": 80.0, "zealot": 50.0, "colossus": 150.0}
 # Nominal (health_max, shield_max) from the SMAC map files (docs/smac.md §6); used for the static max_reward.
-UNIT_MAX_HEALTH_SHIELD = {"marine": (45, 0), "marauder": (125, 0), "medivac": (150, 0), "stalker": (80, 80),
-                          "zealot": (100, 50), "colossus": (200, 150), "hydralisk": (80, 0),
-                          "zergling": (35, 0), "baneling": (30, 0), "spine_crawler": (300, 0)}
+UNIT_MAX_HEALTH_SHIELD = {
+    "marine": (45, 0),
+    "marauder": (125, 0),
+    "medivac": (150, 0),
+    "stalker": (80, 80),
+    "zealot": (100, 50),
+    "colossus": (200, 150),
+    "hydralisk": (80, 0),
+    "zergling": (35, 0),
+    "baneling": (30, 0),
+    "spine_crawler": (300, 0),
+}
 # Unit-type one-hot order per map type. Allies follow the RL-unit ids; enemies the stock ids, which in
 # stalkers_and_zealots maps gives zealot 0, stalker 1 (SMAC keeps this quirk, so do we; docs/smac.md §3.3).
-_ALLY_TYPE_ORDER = {"MMM": ("marauder", "marine", "medivac"),
-                    "stalkers_and_zealots": ("stalker", "zealot"),
-                    "colossi_stalkers_zealots": ("colossus", "stalker", "zealot"),
-                    "bane": ("baneling", "zergling")}
+_ALLY_TYPE_ORDER = {
+    "MMM": ("marauder", "marine", "medivac"),
+    "stalkers_and_zealots": ("stalker", "zealot"),
+    "colossi_stalkers_zealots": ("colossus", "stalker", "zealot"),
+    "bane": ("baneling", "zergling"),
+}
 _ENEMY_TYPE_ORDER = {**_ALLY_TYPE_ORDER, "stalkers_and_zealots": ("zealot", "stalker")}
+
+
 @dataclass(frozen=True)
 class SmacOptions:
     """SMAC's environment flags with SMAC's defaults (``StarCraft2Env(**flags)``)."""

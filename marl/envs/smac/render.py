@@ -11,14 +11,29 @@ from PIL import Image, ImageDraw
 from marl.envs.smac.types import MapSpec, SideTable, UnitTable
 
 # Drawing radii in world units (visual only).
-_RADIUS = {"marine": 0.375, "marauder": 0.5625, "medivac": 0.75, "stalker": 0.625, "zealot": 0.5,
-           "colossus": 1.0, "hydralisk": 0.625, "zergling": 0.375, "baneling": 0.375, "spine_crawler": 0.9}
+_RADIUS = {
+    "marine": 0.375,
+    "marauder": 0.5625,
+    "medivac": 0.75,
+    "stalker": 0.625,
+    "zealot": 0.5,
+    "colossus": 1.0,
+    "hydralisk": 0.625,
+    "zergling": 0.375,
+    "baneling": 0.375,
+    "spine_crawler": 0.9,
+}
 _WALK, _BLOCK = (214, 208, 190), (70, 66, 60)
 _ALLY, _ENEMY = (40, 110, 220), (215, 50, 40)
 
 
-def render_frame(spec: MapSpec, table: UnitTable, actions: Sequence[int] | None = None,
-                 cell_px: int = 16, medivac_heals: bool = False) -> np.ndarray:
+def render_frame(
+    spec: MapSpec,
+    table: UnitTable,
+    actions: Sequence[int] | None = None,
+    cell_px: int = 16,
+    medivac_heals: bool = False,
+) -> np.ndarray:
     """RGB uint8 image (map_y·cell_px, map_x·cell_px, 3) of ``table``; north is up.
 
     Cells are drawn walkable/blocked, units as circles (allies blue, enemies red) with a health bar;
@@ -40,15 +55,19 @@ def render_frame(spec: MapSpec, table: UnitTable, actions: Sequence[int] | None 
                 heal = medivac_heals and table.allies.unit_type[i] == "medivac"
                 side = table.allies if heal else table.enemies
                 if j < len(side.health) and side.alive[j]:
-                    draw.line([px(table.allies.pos[i]), px(side.pos[j])], fill=(60, 200, 90) if heal
-                              else (250, 220, 40), width=max(1, cell_px // 8))
+                    draw.line(
+                        [px(table.allies.pos[i]), px(side.pos[j])],
+                        fill=(60, 200, 90) if heal else (250, 220, 40),
+                        width=max(1, cell_px // 8),
+                    )
     for side, colour in ((table.allies, _ALLY), (table.enemies, _ENEMY)):
         _draw_side(draw, side, colour, cell_px, px)
     return np.asarray(img, dtype=np.uint8)
 
 
-def _draw_side(draw: ImageDraw.ImageDraw, side: SideTable, colour: tuple[int, int, int], cell_px: int,
-               px) -> None:
+def _draw_side(
+    draw: ImageDraw.ImageDraw, side: SideTable, colour: tuple[int, int, int], cell_px: int, px
+) -> None:
     for k, unit in enumerate(side.unit_type):
         if not side.alive[k]:
             continue

@@ -19,6 +19,18 @@ from marl.envs.smac.sc2.install import (
 from marl.envs.smac.sc2.proto import load_pysc2
 from marl.envs.smac.sc2.translate import Sc2MapMismatch
 
-__all__ = ["DIFFICULTIES", "INSTALL_HINT", "SC2_VERSION", "EpisodeAborted", "Pysc2Launcher", "Sc2Engine",
-           "Sc2Install", "Sc2MapMismatch", "Sc2Unavailable", "default_sc2_path", "find_sc2", "load_pysc2",
-           "resolve_backend"]
+__all__ = [
+    "DIFFICULTIES",
+    "INSTALL_HINT",
+    "SC2_VERSION",
+    "EpisodeAborted",
+    "Pysc2Launcher",
+    "Sc2Engine",
+    "Sc2Install",
+    "Sc2MapMismatch",
+    "Sc2Unavailable",
+    "default_sc2_path",
+    "find_sc2",
+    "load_pysc2",
+    "resolve_backend",
+]

@@ -27,8 +27,18 @@ from marl.envs.smac.types import MapSpec, UnitTable
 log = logging.getLogger(__name__)
 
 # SMAC's difficulty codes → sc2api Difficulty names.
-DIFFICULTIES = {"1": "VeryEasy", "2": "Easy", "3": "Medium", "4": "MediumHard", "5": "Hard", "6": "Harder",
-                "7": "VeryHard", "8": "CheatVision", "9": "CheatMoney", "A": "CheatInsane"}
+DIFFICULTIES = {
+    "1": "VeryEasy",
+    "2": "Easy",
+    "3": "Medium",
+    "4": "MediumHard",
+    "5": "Hard",
+    "6": "Harder",
+    "7": "VeryHard",
+    "8": "CheatVision",
+    "9": "CheatMoney",
+    "A": "CheatInsane",
+}
 RACES = {"T": "Terran", "Z": "Zerg", "P": "Protoss"}
 
 
@@ -79,13 +89,23 @@ class Sc2Engine:
     ``seed`` is the game's random seed, applied when the game is (re)launched.
     """
 
-    def __init__(self, spec: MapSpec, seed: int | None = None, difficulty: str = "7", step_mul: int = 8,
-                 game_version: str | None = None, launcher: Launcher | None = None,
-                 max_relaunches: int = 3, respawn_timeout_loops: int = 2000) -> None:
+    def __init__(
+        self,
+        spec: MapSpec,
+        seed: int | None = None,
+        difficulty: str = "7",
+        step_mul: int = 8,
+        game_version: str | None = None,
+        launcher: Launcher | None = None,
+        max_relaunches: int = 3,
+        respawn_timeout_loops: int = 2000,
+    ) -> None:
         difficulty = str(difficulty)
         if difficulty not in DIFFICULTIES:
-            raise ValueError(f"unknown SC2 difficulty {difficulty!r}; allowed: {', '.join(DIFFICULTIES)} "
-                             f"({', '.join(f'{k}={v}' for k, v in DIFFICULTIES.items())})")
+            raise ValueError(
+                f"unknown SC2 difficulty {difficulty!r}; allowed: {', '.join(DIFFICULTIES)} "
+                f"({', '.join(f'{k}={v}' for k, v in DIFFICULTIES.items())})"
+            )
         if isinstance(step_mul, bool) or not isinstance(step_mul, (int, np.integer)) or step_mul < 1:
             raise ValueError(f"step_mul must be a positive int (game loops per step), got {step_mul!r}")
         for side, race in (("ally", spec.ally_race), ("enemy", spec.enemy_race)):
@@ -145,8 +165,10 @@ class Sc2Engine:
         except pb.connection_errors as err:
             log.warning("SC2 connection failed during step (%s); relaunching", err)
             self._relaunch()
-            raise EpisodeAborted(f"the StarCraft II connection failed ({err}); the game was relaunched "
-                                 f"(restart {self.restarts}) and this episode ended") from err
+            raise EpisodeAborted(
+                f"the StarCraft II connection failed ({err}); the game was relaunched "
+                f"(restart {self.restarts}) and this episode ended"
+            ) from err
         return self._tracker.update(obs.observation.raw_data.units)
 
     def get_stats(self) -> dict[str, int]:
@@ -158,8 +180,9 @@ class Sc2Engine:
         if self.game_map is None:
             raise RuntimeError("the game has not been launched yet; call reset() first")
         g = self.game_map
-        return dataclasses.replace(self.spec, pathing_grid=g.pathing_grid, terrain_height=g.terrain_height,
-                                   map_size=g.map_size)
+        return dataclasses.replace(
+            self.spec, pathing_grid=g.pathing_grid, terrain_height=g.terrain_height, map_size=g.map_size
+        )
 
     def save_replay(self, replay_dir: str | Path = "replays", prefix: str | None = None) -> str:
         """Write the replay of everything since launch to ``<replay_dir>/<prefix>_<UTC time>.SC2Replay``."""
@@ -198,12 +221,16 @@ class Sc2Engine:
         if self._seed is not None:
             create.random_seed = int(self._seed) % (1 << 32)
         create.player_setup.add(type=pb.sc_pb.Participant)
-        create.player_setup.add(type=pb.sc_pb.Computer,
-                                race=getattr(pb.common_pb, RACES[self.spec.enemy_race]),
-                                difficulty=getattr(pb.sc_pb, DIFFICULTIES[self.difficulty]))
+        create.player_setup.add(
+            type=pb.sc_pb.Computer,
+            race=getattr(pb.common_pb, RACES[self.spec.enemy_race]),
+            difficulty=getattr(pb.sc_pb, DIFFICULTIES[self.difficulty]),
+        )
         ctrl.create_game(create)
-        join = pb.sc_pb.RequestJoinGame(race=getattr(pb.common_pb, RACES[self.spec.ally_race]),
-                                        options=pb.sc_pb.InterfaceOptions(raw=True, score=False))
+        join = pb.sc_pb.RequestJoinGame(
+            race=getattr(pb.common_pb, RACES[self.spec.ally_race]),
+            options=pb.sc_pb.InterfaceOptions(raw=True, score=False),
+        )
         ctrl.join_game(join)
         self.game_map = decode_game_info(ctrl.game_info())
         self._check_map(self.game_map)
@@ -212,13 +239,18 @@ class Sc2Engine:
 
     def _check_map(self, g: GameMap) -> None:
         if g.map_size != tuple(self.spec.map_size):
-            log.warning("%s: the game's map is %s, the map file says %s", self.spec.name, g.map_size,
-                        self.spec.map_size)
+            log.warning(
+                "%s: the game's map is %s, the map file says %s",
+                self.spec.name,
+                g.map_size,
+                self.spec.map_size,
+            )
         elif g.pathing_grid.shape == self.spec.pathing_grid.shape:
             diff = int(np.sum(g.pathing_grid != self.spec.pathing_grid))
             if diff:
-                log.info("%s: the game's pathing grid differs from the map file in %d cells", self.spec.name,
-                         diff)
+                log.info(
+                    "%s: the game's pathing grid differs from the map file in %d cells", self.spec.name, diff
+                )
 
     def _relaunch(self) -> None:
         """Full restart after a failure: drop the process, launch a new game, count it."""
@@ -248,5 +280,7 @@ class Sc2Engine:
             if table is not None:
                 return table
             self._controller.step(1)
-        raise RuntimeError(f"{self.spec.name}: the armies did not (re)spawn within "
-                           f"{self.respawn_timeout_loops} game loops; is {self.map_path} a SMAC map?")
+        raise RuntimeError(
+            f"{self.spec.name}: the armies did not (re)spawn within "
+            f"{self.respawn_timeout_loops} game loops; is {self.map_path} a SMAC map?"
+        )

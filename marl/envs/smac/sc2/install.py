@@ -19,7 +19,8 @@ INSTALL_HINT = (
     "`bash scripts/install_sc2.sh` (it installs into $SC2PATH, default ~/StarCraftII; export SC2PATH when "
     "the game lives elsewhere) and pysc2 with "
     "`pip install --no-deps pysc2==4.0.0 && pip install -e '.[sc2]'`. Without the game, use the embedded "
-    "engine instead: backend='sim' (command line: --backend sim).")
+    "engine instead: backend='sim' (command line: --backend sim)."
+)
 
 
 class Sc2Unavailable(RuntimeError):
@@ -100,5 +101,7 @@ def resolve_backend(backend: str, map_name: str) -> tuple[str, str]:
         return "sc2", f"SMAC backend for {map_name}: the real game, {found.explain()}"
     if backend == "sc2":
         raise Sc2Unavailable(f"backend='sc2' needs StarCraft II, but {found.explain()}. {INSTALL_HINT}")
-    return "sim", (f"SMAC backend for {map_name}: embedded engine, because {found.explain()}; "
-                   "run scripts/install_sc2.sh for the real game")
+    return "sim", (
+        f"SMAC backend for {map_name}: embedded engine, because {found.explain()}; "
+        "run scripts/install_sc2.sh for the real game"
+    )

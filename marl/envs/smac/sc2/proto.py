@@ -44,7 +44,8 @@ def _ensure_python_protobuf() -> None:
             f"pysc2 needs protobuf's pure-Python implementation, but protobuf was already loaded in this "
             f"process with the {kind!r} implementation ({PB_ENV}={os.environ.get(PB_ENV)!r}). Unset {PB_ENV} "
             "(or set it to 'python') before starting Python, or create the StarCraft II environment before "
-            "importing the library that loads protobuf first.")
+            "importing the library that loads protobuf first."
+        )
 
 
 def load_pysc2() -> SimpleNamespace:
@@ -71,10 +72,19 @@ def load_pysc2() -> SimpleNamespace:
     if not flags.FLAGS.is_parsed():  # pysc2 reads absl flags (sc2_version, ...); use their defaults
         flags.FLAGS.mark_as_parsed()
     _LOADED = SimpleNamespace(
-        sc_pb=sc2api_pb2, raw_pb=raw_pb2, common_pb=common_pb2, debug_pb=debug_pb2,
-        run_configs=run_configs, protocol=protocol, remote_controller=remote_controller,
+        sc_pb=sc2api_pb2,
+        raw_pb=raw_pb2,
+        common_pb=common_pb2,
+        debug_pb=debug_pb2,
+        run_configs=run_configs,
+        protocol=protocol,
+        remote_controller=remote_controller,
         sc_process=sc_process,
-        connection_errors=(protocol.ConnectionError, protocol.ProtocolError,
-                           remote_controller.ConnectError, ConnectionError),
+        connection_errors=(
+            protocol.ConnectionError,
+            protocol.ProtocolError,
+            remote_controller.ConnectError,
+            ConnectionError,
+        ),
     )
     return _LOADED

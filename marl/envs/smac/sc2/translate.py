@@ -27,14 +27,30 @@ ABILITY_STOP, ABILITY_MOVE, ABILITY_ATTACK, ABILITY_HEAL = 4, 16, 23, 386
 MOVE_AMOUNT = 2.0
 N_ACTIONS_NO_ATTACK = 6
 # Stock unit type ids (pysc2 units.py) of every unit that appears as an enemy in a SMAC map.
-STOCK_TYPE_IDS = {4: "colossus", 9: "baneling", 48: "marine", 51: "marauder", 54: "medivac", 73: "zealot",
-                  74: "stalker", 98: "spine_crawler", 105: "zergling", 107: "hydralisk"}
+STOCK_TYPE_IDS = {
+    4: "colossus",
+    9: "baneling",
+    48: "marine",
+    51: "marauder",
+    54: "medivac",
+    73: "zealot",
+    74: "stalker",
+    98: "spine_crawler",
+    105: "zergling",
+    107: "hydralisk",
+}
 # Order of the RL-unit ids per map type: ally name = order[unit_type - smallest ally unit_type] [S].
-ALLY_RL_ORDER = {"marines": ("marine",), "MMM": ("marauder", "marine", "medivac"),
-                 "stalkers_and_zealots": ("stalker", "zealot"),
-                 "colossi_stalkers_zealots": ("colossus", "stalker", "zealot"),
-                 "stalkers": ("stalker",), "zealots": ("zealot",), "hydralisks": ("hydralisk",),
-                 "colossus": ("colossus",), "bane": ("baneling", "zergling")}
+ALLY_RL_ORDER = {
+    "marines": ("marine",),
+    "MMM": ("marauder", "marine", "medivac"),
+    "stalkers_and_zealots": ("stalker", "zealot"),
+    "colossi_stalkers_zealots": ("colossus", "stalker", "zealot"),
+    "stalkers": ("stalker",),
+    "zealots": ("zealot",),
+    "hydralisks": ("hydralisk",),
+    "colossus": ("colossus",),
+    "bane": ("baneling", "zergling"),
+}
 _DIRS = ((0.0, MOVE_AMOUNT), (0.0, -MOVE_AMOUNT), (MOVE_AMOUNT, 0.0), (-MOVE_AMOUNT, 0.0))  # N, S, E, W
 
 
@@ -47,8 +63,16 @@ def _side(units: Sequence[Any], names: tuple[str, ...]) -> SideTable:
         return np.array([float(getattr(u, attr)) for u in units], dtype=float)
 
     pos = np.array([(float(u.pos.x), float(u.pos.y)) for u in units], dtype=float).reshape(len(units), 2)
-    return SideTable(names, pos, col("health"), col("health_max"), col("shield"), col("shield_max"),
-                     col("weapon_cooldown"), col("energy"))
+    return SideTable(
+        names,
+        pos,
+        col("health"),
+        col("health_max"),
+        col("shield"),
+        col("shield_max"),
+        col("weapon_cooldown"),
+        col("energy"),
+    )
 
 
 class UnitTracker:
@@ -56,8 +80,9 @@ class UnitTracker:
 
     def __init__(self, spec: MapSpec) -> None:
         if spec.map_type not in ALLY_RL_ORDER:
-            raise ValueError(f"map type {spec.map_type!r} has no RL-unit order; "
-                             f"known: {sorted(ALLY_RL_ORDER)}")
+            raise ValueError(
+                f"map type {spec.map_type!r} has no RL-unit order; known: {sorted(ALLY_RL_ORDER)}"
+            )
         self.spec = spec
         self.ally_tags = np.zeros(0, dtype=np.uint64)
         self.enemy_tags = np.zeros(0, dtype=np.uint64)
@@ -68,9 +93,11 @@ class UnitTracker:
         order = ALLY_RL_ORDER[self.spec.map_type]
         k = unit_type - min_type
         if not 0 <= k < len(order):
-            raise Sc2MapMismatch(f"{self.spec.name}: ally unit type id {unit_type} is {k} above the "
-                                 f"smallest ally id {min_type}; map type {self.spec.map_type} has "
-                                 f"{len(order)} RL types {order}")
+            raise Sc2MapMismatch(
+                f"{self.spec.name}: ally unit type id {unit_type} is {k} above the "
+                f"smallest ally id {min_type}; map type {self.spec.map_type} has "
+                f"{len(order)} RL types {order}"
+            )
         return order[k]
 
     def start(self, units: Sequence[Any]) -> UnitTable | None:
@@ -84,18 +111,22 @@ class UnitTracker:
         min_type = min(u.unit_type for u in allies)
         ally_names = tuple(self.ally_name(u.unit_type, min_type) for u in allies)
         if ally_names != spec.ally_types:
-            raise Sc2MapMismatch(f"{spec.name}: the game's agents are {ally_names}, the map file says "
-                                 f"{spec.ally_types}")
+            raise Sc2MapMismatch(
+                f"{spec.name}: the game's agents are {ally_names}, the map file says {spec.ally_types}"
+            )
         slots: list[Any] = [None] * spec.n_enemies
         for u in enemies:
             name = STOCK_TYPE_IDS.get(u.unit_type)
             if name is None:
-                raise Sc2MapMismatch(f"{spec.name}: enemy unit type id {u.unit_type} is not a SMAC unit; "
-                                     f"known ids: {STOCK_TYPE_IDS}")
+                raise Sc2MapMismatch(
+                    f"{spec.name}: enemy unit type id {u.unit_type} is not a SMAC unit; "
+                    f"known ids: {STOCK_TYPE_IDS}"
+                )
             free = [j for j, t in enumerate(spec.enemy_types) if t == name and slots[j] is None]
             if not free:
-                raise Sc2MapMismatch(f"{spec.name}: the game has more enemy {name}s than the map file "
-                                     f"({spec.enemy_types})")
+                raise Sc2MapMismatch(
+                    f"{spec.name}: the game has more enemy {name}s than the map file ({spec.enemy_types})"
+                )
             slots[free[0]] = u
         self.min_ally_type = min_type
         self.ally_tags = np.array([u.tag for u in allies], dtype=np.uint64)
@@ -144,22 +175,27 @@ def raw_commands(pb: Any, actions_N: np.ndarray, tracker: UnitTracker) -> list[A
             continue
         tag = int(tracker.ally_tags[i])
         if a == 1:
-            cmd = pb.raw_pb.ActionRawUnitCommand(ability_id=ABILITY_STOP, unit_tags=[tag],
-                                                 queue_command=False)
+            cmd = pb.raw_pb.ActionRawUnitCommand(
+                ability_id=ABILITY_STOP, unit_tags=[tag], queue_command=False
+            )
         elif a < N_ACTIONS_NO_ATTACK:
             dx, dy = _DIRS[a - 2]
             x, y = table.allies.pos[i]
             cmd = pb.raw_pb.ActionRawUnitCommand(
-                ability_id=ABILITY_MOVE, unit_tags=[tag], queue_command=False,
-                target_world_space_pos=pb.common_pb.Point2D(x=x + dx, y=y + dy))
+                ability_id=ABILITY_MOVE,
+                unit_tags=[tag],
+                queue_command=False,
+                target_world_space_pos=pb.common_pb.Point2D(x=x + dx, y=y + dy),
+            )
         else:
             j = a - N_ACTIONS_NO_ATTACK
             if table.allies.unit_type[i] == "medivac":
                 ability, target = ABILITY_HEAL, int(tracker.ally_tags[j])
             else:
                 ability, target = ABILITY_ATTACK, int(tracker.enemy_tags[j])
-            cmd = pb.raw_pb.ActionRawUnitCommand(ability_id=ability, unit_tags=[tag], queue_command=False,
-                                                 target_unit_tag=target)
+            cmd = pb.raw_pb.ActionRawUnitCommand(
+                ability_id=ability, unit_tags=[tag], queue_command=False, target_unit_tag=target
+            )
         out.append(pb.sc_pb.Action(action_raw=pb.raw_pb.ActionRaw(unit_command=cmd)))
     return out
 
@@ -192,8 +228,9 @@ def decode_game_info(info: Any) -> GameMap:
     data = np.frombuffer(pg.data, dtype=np.uint8)
     if pg.bits_per_pixel == 1:
         if data.size * 8 < mx * my:
-            raise ValueError(f"pathing grid has {data.size} bytes; a {mx}x{my} 1-bit grid needs "
-                             f"{mx * my // 8}")
+            raise ValueError(
+                f"pathing grid has {data.size} bytes; a {mx}x{my} 1-bit grid needs {mx * my // 8}"
+            )
         grid = np.unpackbits(data)[: mx * my].reshape(my, mx).T.astype(bool)
     else:
         grid = ~np.flip(data[: mx * my].reshape(my, mx).T.astype(bool), axis=1)

@@ -50,8 +50,12 @@ from marl.envs.smac.sim.units import (
 from marl.envs.smac.types import MapSpec, SideTable, UnitTable
 
 SPAWN_NOISE = 0.25
-_ORDER_KINDS = {"none": ORDER_NONE, "attack_move": ORDER_AMOVE, "attack_move_between": ORDER_BETWEEN,
-                "attack_group": ORDER_GROUP}
+_ORDER_KINDS = {
+    "none": ORDER_NONE,
+    "attack_move": ORDER_AMOVE,
+    "attack_move_between": ORDER_BETWEEN,
+    "attack_group": ORDER_GROUP,
+}
 
 
 _NAV_CACHE: dict[bytes, np.ndarray] = {}
@@ -116,7 +120,7 @@ class BatchedUnitTable:
     @property
     def pos(self) -> np.ndarray:
         """(E, U, 2) positions."""
-        return self.state[:, :, S_X:S_Y + 1]
+        return self.state[:, :, S_X : S_Y + 1]
 
     @property
     def health(self) -> np.ndarray:
@@ -145,18 +149,33 @@ class BatchedUnitTable:
     def units(self) -> Units:
         """All envs as feature :class:`Units` (views of ``state``, no copy)."""
         s = self.state
-        return Units(self.n_agents, s[:, :, S_X:S_Y + 1], s[:, :, S_HP], s[:, :, S_SH], s[:, :, S_CD],
-                     s[:, :, S_EN], self.health_max)
+        return Units(
+            self.n_agents,
+            s[:, :, S_X : S_Y + 1],
+            s[:, :, S_HP],
+            s[:, :, S_SH],
+            s[:, :, S_CD],
+            s[:, :, S_EN],
+            self.health_max,
+        )
 
     def table(self, e: int) -> UnitTable:
         """The :class:`UnitTable` of env ``e`` (arrays are copies)."""
         na = self.n_agents
         sides = []
         for names, sl in ((self.ally_types, slice(0, na)), (self.enemy_types, slice(na, None))):
-            sides.append(SideTable(names, self.pos[e, sl].copy(), self.health[e, sl].copy(),
-                                   self.health_max[sl].copy(), self.shield[e, sl].copy(),
-                                   self.shield_max[sl].copy(), self.cooldown[e, sl].copy(),
-                                   self.energy[e, sl].copy()))
+            sides.append(
+                SideTable(
+                    names,
+                    self.pos[e, sl].copy(),
+                    self.health[e, sl].copy(),
+                    self.health_max[sl].copy(),
+                    self.shield[e, sl].copy(),
+                    self.shield_max[sl].copy(),
+                    self.cooldown[e, sl].copy(),
+                    self.energy[e, sl].copy(),
+                )
+            )
         return UnitTable(sides[0], sides[1])
 
 
@@ -167,8 +186,9 @@ class BatchedSimEngine:
         if n_envs < 1:
             raise ValueError(f"n_envs must be >= 1, got {n_envs}")
         if spec.enemy_order.kind not in _ORDER_KINDS:
-            raise ValueError(f"unknown enemy order kind {spec.enemy_order.kind!r}; "
-                             f"allowed: {list(_ORDER_KINDS)}")
+            raise ValueError(
+                f"unknown enemy order kind {spec.enemy_order.kind!r}; allowed: {list(_ORDER_KINDS)}"
+            )
         self.spec = spec
         self.n_envs = n_envs
         self.n_agents = spec.n_agents
@@ -205,7 +225,7 @@ class BatchedSimEngine:
     @property
     def pos(self) -> np.ndarray:
         """(E, U, 2) unit positions (a view of the state)."""
-        return self.S[:, :, S_X:S_Y + 1]
+        return self.S[:, :, S_X : S_Y + 1]
 
     @property
     def hp(self) -> np.ndarray:
@@ -221,8 +241,20 @@ class BatchedSimEngine:
         mask = np.asarray(mask, dtype=np.bool_)
         if mask.shape != (self.n_envs,):
             raise ValueError(f"mask must have shape ({self.n_envs},), got {mask.shape}")
-        sim_reset(mask, self.n_agents, PROPS, self.utype, self.grid, self.base_pos, SPAWN_NOISE, self._order,
-                  self._target, self._target2, self.S, self.rng)
+        sim_reset(
+            mask,
+            self.n_agents,
+            PROPS,
+            self.utype,
+            self.grid,
+            self.base_pos,
+            SPAWN_NOISE,
+            self._order,
+            self._target,
+            self._target2,
+            self.S,
+            self.rng,
+        )
         return self.snapshot()
 
     def step(self, actions_EN: np.ndarray, mask: np.ndarray | None = None) -> BatchedUnitTable:
@@ -248,15 +280,28 @@ class BatchedSimEngine:
         if bad >= 0:
             k, i = divmod(bad, self.n_agents)
             hi = 6 + (min(self.n_agents, self.n_enemies) if self._heal_mask[i] else self.n_enemies)
-            raise ValueError(f"actions must lie in [0, {hi}) for agent {i} ({self.spec.ally_types[i]}); "
-                             f"env {rows[k]} got {sub[k, i]}")
+            raise ValueError(
+                f"actions must lie in [0, {hi}) for agent {i} ({self.spec.ally_types[i]}); "
+                f"env {rows[k]} got {sub[k, i]}"
+            )
         if idx is None:
-            sim_step(a, self.n_agents, PROPS, self.utype, self.grid, self.nav, self._order, self.S, self.rng,
-                     self._perm)
+            sim_step(
+                a,
+                self.n_agents,
+                PROPS,
+                self.utype,
+                self.grid,
+                self.nav,
+                self._order,
+                self.S,
+                self.rng,
+                self._perm,
+            )
         elif len(idx):  # the envs are independent: step a compact copy of the chosen ones, write it back
             S, rng = self.S[idx], self.rng[idx]
-            sim_step(sub, self.n_agents, PROPS, self.utype, self.grid, self.nav, self._order, S, rng,
-                     self._perm)
+            sim_step(
+                sub, self.n_agents, PROPS, self.utype, self.grid, self.nav, self._order, S, rng, self._perm
+            )
             self.S[idx], self.rng[idx] = S, rng
         return self.snapshot()
 
@@ -271,8 +316,9 @@ class BatchedSimEngine:
 
     def snapshot(self) -> BatchedUnitTable:
         """A copy of the current state of all envs."""
-        return BatchedUnitTable(self.ally_types, self.enemy_types, self.S.copy(), self.health_max,
-                                self.shield_max)
+        return BatchedUnitTable(
+            self.ally_types, self.enemy_types, self.S.copy(), self.health_max, self.shield_max
+        )
 
 
 class SimEngine:

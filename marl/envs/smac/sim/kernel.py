@@ -89,8 +89,11 @@ def _fire(e, a, t, na, props, utype, S, rng):
     kind = int(props[ua, SPLASH])
     if kind == SPLASH_EXPLODE:
         for k in range(lo, hi):
-            if S[e, k, S_HP] > 0.0 and props[utype[k], AIR] == 0 and \
-                    dist(e, a, k, S) <= BANE_SPLASH_RADIUS + props[utype[k], RADIUS]:
+            if (
+                S[e, k, S_HP] > 0.0
+                and props[utype[k], AIR] == 0
+                and dist(e, a, k, S) <= BANE_SPLASH_RADIUS + props[utype[k], RADIUS]
+            ):
                 apply_hit(e, a, k, props, utype, S)
         S[e, a, S_HP] = 0.0  # the baneling is spent
         return
@@ -170,8 +173,11 @@ def _enemy_healer(e, i, na, props, utype, grid, nav, S):
         cy += S[e, k, S_Y]
         n += 1
         frac = S[e, k, S_HP] / props[utype[k], HP]
-        if (int(props[utype[k], ATTR]) & BIO) != 0 and frac < best_frac and \
-                dist(e, i, k, S) <= MEDIVAC_SIGHT + props[utype[k], RADIUS]:
+        if (
+            (int(props[utype[k], ATTR]) & BIO) != 0
+            and frac < best_frac
+            and dist(e, i, k, S) <= MEDIVAC_SIGHT + props[utype[k], RADIUS]
+        ):
             best_frac = frac
             best = k
     if best >= 0:
@@ -193,8 +199,14 @@ def _enemy_act(e, i, na, props, utype, grid, nav, S, rng):
         if S[e, t, S_HP] <= 0.0 or (not attacked_by_t and dist(e, i, t, S) > leash):
             t = -1
     la = int(S[e, i, S_LA])
-    if la >= 0 and la < na and la != t and S[e, i, S_AGE] < RETALIATE_LOOPS and S[e, la, S_HP] > 0.0 \
-            and can_hit(props, utype, i, la):
+    if (
+        la >= 0
+        and la < na
+        and la != t
+        and S[e, i, S_AGE] < RETALIATE_LOOPS
+        and S[e, la, S_HP] > 0.0
+        and can_hit(props, utype, i, la)
+    ):
         if t < 0 or dist(e, i, t, S) > reach(props, utype, i, t, RANGE):
             t = la
     if t < 0:
