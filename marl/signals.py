@@ -1,12 +1,12 @@
 """How a run stops early: on SIGINT (Ctrl-C) and SIGTERM (schedulers), also after MindSpore has compiled a
 graph, and on a non-finite update (``learner.on_nonfinite``).
 
-MindSpore 2.10 installs its own SIGINT handler whenever it compiles an ``ms.jit`` graph: from then on
-Ctrl-C makes the process exit through SIGTERM and Python's ``KeyboardInterrupt`` is never raised
-(measured: a Python handler installed before the first compile sees signal 15 for a Ctrl-C; one
-installed after it sees signal 2). :class:`StopSignals` therefore owns both signals and re-installs its
-handlers after every call that may compile (:meth:`reassert`), so a Ctrl-C is seen as SIGINT unless it
-lands inside a compile, where it is seen as SIGTERM. Either way the run stops cleanly.
+MindSpore 2.10 installs its own SIGINT handler whenever it compiles or runs a graph (measured: after an
+``ms.jit`` compile, after running an already compiled graph, after an eager op), and that handler turns
+Ctrl-C into SIGTERM, so Python's ``KeyboardInterrupt`` is never raised. :class:`StopSignals` therefore owns
+both signals and re-installs its handlers after each phase that calls MindSpore (:meth:`reassert`): a
+Ctrl-C is seen as SIGINT (exit 130) unless it arrives while MindSpore is running, where it is seen as
+SIGTERM (exit 143). Either way the run stops cleanly.
 
 The first signal only sets :attr:`signum`; the training loop checks it between phases and stops with a
 checkpoint. A second signal raises :class:`KeyboardInterrupt` at once: a checkpoint write in progress

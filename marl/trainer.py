@@ -256,7 +256,7 @@ class Trainer:
                     self.episode += len(stats.lengths)
                     window.extend(stats)
                     train_out = self._learn(batch) or train_out
-                    signals.reassert()  # a compile in the learner step re-installs MindSpore's SIGINT handler
+                    signals.reassert()  # every MindSpore execution re-installs its own SIGINT handler
                     if cfg.log.test_nepisode and self.t_env - self.last["test"] >= cfg.log.test_interval:
                         self._test_phase(t0)
                     if self.t_env - self.last["log"] >= cfg.log.log_interval:
@@ -267,6 +267,7 @@ class Trainer:
                     if every and self.t_env - self.last["save"] >= every:
                         self.last["save"] = self.t_env
                         self.save()
+                    signals.reassert()  # after the MindSpore calls of tests, summaries and saves
                     if stop_file.exists():
                         reason = f"stop file {stop_file}"
                         stop_file.unlink(missing_ok=True)  # consumed: a later --resume runs on

@@ -10,8 +10,6 @@ import yaml
 
 from marl.config import (
     ConfigError,
-    build_arg_parser,
-    config_from_args,
     config_from_dict,
     config_to_dict,
     dump_config,
@@ -19,6 +17,7 @@ from marl.config import (
     load_saved_config,
     parse_override,
 )
+from marl.config_cli import build_arg_parser, config_from_args
 
 
 def write(path: Path, data: dict) -> None:

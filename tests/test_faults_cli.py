@@ -66,8 +66,10 @@ def test_signal_stops_a_jitted_run_with_a_checkpoint_then_resume_continues(tmp_p
     _wait_until_training(proc, run_dir)
     proc.send_signal(sig)
     out, _ = proc.communicate(timeout=180)
-    assert proc.returncode == code, out[-3000:]
-    assert f"{signal.Signals(sig).name} received" in out
+    # a Ctrl-C that lands while MindSpore runs arrives as SIGTERM (marl/signals.py): 130 or 143 then
+    allowed = {130, 143} if sig == signal.SIGINT else {code}
+    assert proc.returncode in allowed, out[-3000:]
+    assert f"{signal.Signals(proc.returncode - 128).name} received" in out
     payload = load(latest(run_dir))
     t_stop = payload["meta"]["t_env"]
     assert t_stop > 0 and payload["_checkpoint"]["nonfinite"] == []
@@ -99,7 +101,7 @@ def test_second_ctrl_c_aborts_but_keeps_the_last_checkpoint(tmp_path):
     proc.send_signal(signal.SIGINT)
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=180)
-    assert proc.returncode == 130, out[-3000:]
+    assert proc.returncode in (130, 143), out[-3000:]  # 143: it arrived while MindSpore ran (signals.py)
     for folder in periodic(run_dir):  # whatever the second signal cut short, every checkpoint is whole
         assert load(folder)["meta"]["t_env"] == int(folder.name)
     assert not list((run_dir / "models").glob(".tmp-*"))
