@@ -50,7 +50,11 @@ class StopSignals:
         if self.signum is None:
             self.signum = signum
             name = signal.Signals(signum).name
-            print(f"\n[run] {name} received: stopping after this phase (again to abort at once)", flush=True)
+            why = " (also how a Ctrl-C arrives while MindSpore runs)" if signum == signal.SIGTERM else ""
+            print(
+                f"\n[run] {name} received{why}: stopping after this phase (again to abort at once)",
+                flush=True,
+            )
             return
         raise KeyboardInterrupt(f"second stop signal ({signal.Signals(signum).name})")
 
