@@ -7,7 +7,7 @@ MAP ?= 3m
 RESULTS ?= results
 PORT ?= 8080
 
-.PHONY: venv train test test-fast lint bench board board-env board-stop clean
+.PHONY: venv train test test-fast lint bench bench-env board board-env board-stop clean
 
 # The virtual environment is (re)built whenever pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml
@@ -34,10 +34,21 @@ lint: venv
 	$(PY) -m ruff check marl scripts tests benchmarks
 	$(PY) -m ruff format --check marl scripts tests benchmarks
 
-bench: venv
+# JAX needs numpy 2, MindSpore numpy < 2: JaxMARL's SMAX (the throughput peer) lives in its own venv.
+BENCH_VENV ?= .venv-bench
+$(BENCH_VENV)/.installed:
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install -q --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install -q jaxmarl
+	touch $@
+
+bench-env: venv $(BENCH_VENV)/.installed
+
+bench: bench-env
 	$(PY) -m pip install -q -e ".[bench]"
 	$(PY) benchmarks/learner_step.py
 	$(PY) benchmarks/sim_throughput.py
+	$(PY) benchmarks/fidelity.py
 
 # MindInsight 2.3.1 pins protobuf 3.20, which breaks mindspore 2.10: it lives in its own venv.
 $(BOARD_VENV)/.installed:
@@ -55,4 +66,4 @@ board-stop:
 	BOARD_VENV=$(BOARD_VENV) bash scripts/board.sh stop $(RESULTS) $(PORT)
 
 clean:
-	rm -rf $(VENV) $(BOARD_VENV) .pytest_cache .ruff_cache rank_0
+	rm -rf $(VENV) $(BOARD_VENV) $(BENCH_VENV) .pytest_cache .ruff_cache rank_0

@@ -13,8 +13,8 @@ vectorised over envs) — plus drawing the random available actions and resettin
 Secondary ("engine only"): ``BatchedSimEngine`` with the engine's own Numba availability rule, no
 obs/state/reward.  SMAX: ``HeuristicEnemySMAX`` with the scenario of the same name, whose jitted
 ``step`` includes obs, reward and auto-reset; one jitted call samples actions and steps (``vmap`` over
-envs).  SMAX runs in a subprocess of the separate venv ``.venv-bench`` (``python3 -m venv .venv-bench &&
-.venv-bench/bin/pip install jaxmarl``) because jax needs numpy 2.  The "SMAX scan" column rolls 100
+envs).  SMAX runs in a subprocess of the separate venv ``.venv-bench`` (``make bench-env`` builds it:
+``pip install jaxmarl`` in a venv of its own) because jax needs numpy 2.  The "SMAX scan" column rolls 100
 steps inside one jitted ``lax.scan`` (JaxMARL's favoured use, no Python per step); the ratios are taken
 against the per-step column unless named "scan".  The machine's load average is recorded before and
 after every cell: a shared machine depresses and scatters every number.
@@ -163,10 +163,7 @@ def cold_compile_seconds() -> float:
 def bench_smax(name: str, n_envs: int, seconds: float) -> dict | None:
     """Run the SMAX worker in the bench venv; None (with a message) if that venv is missing."""
     if not BENCH_PY.exists():
-        print(
-            f"SMAX skipped: {BENCH_PY} missing "
-            "(python3 -m venv .venv-bench && .venv-bench/bin/pip install jaxmarl)"
-        )
+        print(f"SMAX skipped: {BENCH_PY} missing (make bench-env)")
         return None
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     out = subprocess.run(
