@@ -25,9 +25,7 @@ from marl.envs.smac.sim.units import (
     HITS_AIR,
     HITS_GROUND,
     RADIUS,
-    S_AGE,
     S_HP,
-    S_LA,
     S_SH,
     S_SINCE,
     S_X,
@@ -90,8 +88,6 @@ def apply_hit(e, a, t, props, utype, S):
         if S[e, t, S_HP] <= 0.0:
             S[e, t, S_HP] = 0.0
     S[e, t, S_SINCE] = 0.0
-    S[e, t, S_LA] = a
-    S[e, t, S_AGE] = 0
 
 
 @njit(cache=True, inline="always")

@@ -67,8 +67,8 @@ LIGHT, ARMORED, BIO, MECH, MASSIVE, STRUCTURE = 1, 2, 4, 8, 16, 32
 N_PROPS = 20
 
 # columns of the per-env state array S[env, unit, column] (all float64; ids/kinds stored as floats)
-(S_X, S_Y, S_HP, S_SH, S_EN, S_CD, S_SINCE, S_OK, S_TGT, S_OX, S_OY, S_LA, S_AGE) = range(13)
-N_STATE = 13
+(S_X, S_Y, S_HP, S_SH, S_EN, S_CD, S_SINCE, S_OK, S_TGT, S_OX, S_OY) = range(11)
+N_STATE = 11
 
 # SPLASH kinds
 SPLASH_NONE, SPLASH_LINE, SPLASH_EXPLODE = 0, 1, 2
@@ -87,7 +87,6 @@ MEDIVAC_SIGHT = 11.0
 BANE_SPLASH_RADIUS = 2.2
 BEAM_HALF_LENGTH = 1.4
 BEAM_HALF_WIDTH = 0.3
-RETALIATE_LOOPS = 16  # an attack received within this many loops counts as "attacking me"
 
 _ROWS: dict[str, dict[str, float]] = {
     "marine": dict(
