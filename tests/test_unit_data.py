@@ -11,7 +11,9 @@ import yaml
 
 from marl.envs.smac.sim import units as U
 
-DATA = yaml.safe_load((Path(U.__file__).parent / "unit_data.yaml").read_text())
+_FILE = yaml.safe_load((Path(U.__file__).parent / "unit_data.yaml").read_text())
+RULES = _FILE.pop("rules")
+DATA = _FILE
 ATTRS = {
     "Light": U.LIGHT,
     "Armored": U.ARMORED,
@@ -32,6 +34,8 @@ def expected(game: dict) -> dict[str, float]:
         "speed": game["speed"],
         "radius": game["radius"],
     }
+    if "heal_range" in game:
+        out["heal_range"] = game["heal_range"]
     w = game.get("weapon")
     if w is not None:
         bonus = w["bonuses"]
@@ -67,6 +71,8 @@ def engine(name: str) -> dict[str, float]:
         "hits_air": U.HITS_AIR,
         "acquire": U.ACQUIRE,
     }
+    if name == "medivac":
+        cols["heal_range"] = U.RANGE
     out = {k: float(row[c]) for k, c in cols.items()}
     out["speed"] *= 16.0  # PROPS stores per game loop
     return out
@@ -89,6 +95,19 @@ def test_every_engine_unit_is_in_the_table_with_its_medivac_and_baneling_special
     assert U.MEDIVAC_SIGHT == DATA["medivac"]["game"]["sight"]
     assert U.ENERGY_MAX == DATA["medivac"]["game"]["max_energy"]
     assert U.ENERGY_START == DATA["medivac"]["game"]["start_energy"]
+
+
+def test_rule_constants_are_the_tables():
+    per_loop = 1.0 / RULES["loops_per_game_second"]["value"]
+    assert U.LOOPS_PER_STEP == RULES["loops_per_agent_step"]["value"]
+    assert U.SHIELD_REGEN == RULES["shield_regen_per_s"]["value"] * per_loop
+    assert U.SHIELD_REGEN_DELAY == RULES["shield_regen_delay_s"]["value"] / per_loop
+    assert U.ZERG_HP_REGEN == RULES["zerg_hp_regen_per_s"]["value"] * per_loop
+    assert U.MEDIVAC_HEAL == RULES["medivac_heal_per_s"]["value"] * per_loop
+    assert U.HP_PER_ENERGY == RULES["medivac_hp_per_energy"]["value"]
+    assert U.ENERGY_REGEN == RULES["energy_regen_per_s"]["value"] * per_loop
+    assert all(r.get("source") for r in RULES.values())
+    assert all(row.get("source") for row in DATA.values())
 
 
 def test_fidelity_page_shows_the_table():

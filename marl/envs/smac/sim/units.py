@@ -19,7 +19,8 @@ Conventions (chosen once, used everywhere in ``sim/``):
   sight (11, game data).
 * Regeneration: shields 2 per game-s after 10 game-s (160 loops) without damage; zerg HP 0.2734 per
   game-s; Medivac energy 0.5625 per game-s (max 200, start 50, game data); heal 9 HP per game-s costing
-  1 energy per 3 HP (see docs/fidelity.md for the status of each).
+  1 energy per 3 HP within 4 (range: game data). The source of each constant is in ``unit_data.yaml``
+  (``rules:``), which ``tests/test_unit_data.py`` holds these constants to.
 
 Approximations (documented choices):
 
