@@ -1,5 +1,6 @@
-"""The embedded engine's unit numbers are StarCraft II's own (marl/envs/smac/sim/unit_data.yaml, game data of
-patch 5.0.3), except the deviations that file lists with a reason; docs/fidelity.md shows the same table."""
+"""The embedded engine's unit numbers are StarCraft II's own (marl/envs/smac/sim/unit_data.yaml: game data of
+patch 5.0.3 for the stock units the enemies are, overlaid with the SMAC maps' RL copies for the allies),
+except the deviations that file lists with a reason; docs/fidelity.md shows the same table."""
 
 from __future__ import annotations
 
@@ -53,8 +54,11 @@ def expected(game: dict) -> dict[str, float]:
     return out
 
 
-def engine(name: str) -> dict[str, float]:
-    row = U.PROPS[U.TYPE_INDEX[name]]
+RL_FIELDS = ("hp", "shield", "armor", "speed", "radius")
+
+
+def engine(name: str, enemy: bool = False) -> dict[str, float]:
+    row = U.PROPS[U.type_ids((name,), enemy)[0]]
     cols = {
         "hp": U.HP,
         "shield": U.SHIELD,
@@ -78,16 +82,31 @@ def engine(name: str) -> dict[str, float]:
     return out
 
 
+@pytest.mark.parametrize("enemy", [True, False], ids=["enemy-stock", "ally-rl"])
 @pytest.mark.parametrize("name", sorted(DATA))
-def test_engine_numbers_are_the_games_unless_a_deviation_says_why(name):
-    want, have = expected(DATA[name]["game"]), engine(name)
+def test_engine_numbers_are_the_games_unless_a_deviation_says_why(name, enemy):
+    want, have = expected(DATA[name]["game"]), engine(name, enemy)
+    if not enemy:  # SMAC's RL copy: the map's own fields win
+        want.update({k: v for k, v in DATA[name].get("rl", {}).items() if k in RL_FIELDS})
     deviations = DATA[name].get("deviations", {})
     for field, value in want.items():
         same = math.isclose(have[field], value, abs_tol=1e-3)
         if field in deviations:
-            assert not same, f"{name}.{field}: listed as a deviation but equals the game's {value}"
+            assert not same, f"{name}.{field}: listed as a deviation but equals the data's {value}"
         else:
-            assert same, f"{name}.{field}: engine {have[field]} != game {value} (and no deviation is listed)"
+            assert same, f"{name}.{field}: engine {have[field]} != data {value} (and no deviation is listed)"
+
+
+def test_the_rl_copies_differ_from_the_stock_units_only_where_the_maps_say():
+    differ = {
+        (name, k)
+        for name, row in DATA.items()
+        for k, v in row.get("rl", {}).items()
+        if k in RL_FIELDS and not math.isclose(v, expected(row["game"])[k], abs_tol=1e-3)
+    }
+    assert differ == {("hydralisk", "hp"), ("medivac", "speed")}
+    assert engine("hydralisk")["hp"] == 80 and engine("hydralisk", enemy=True)["hp"] == 90
+    assert engine("medivac")["speed"] == 2.75 and engine("medivac", enemy=True)["speed"] == 2.5
 
 
 def test_every_engine_unit_is_in_the_table_with_its_medivac_and_baneling_specials():
@@ -113,5 +132,5 @@ def test_rule_constants_are_the_tables():
 def test_fidelity_page_shows_the_table():
     page = (Path(__file__).resolve().parents[1] / "docs" / "fidelity.md").read_text()
     for name in DATA:
-        hp = int(engine(name)["hp"])
+        hp = int(engine(name, enemy=True)["hp"])
         assert f"| {name} | {hp} |" in page, f"docs/fidelity.md has no row for {name} with {hp} HP"

@@ -42,7 +42,7 @@ from marl.envs.smac.types import UNIT_NAMES
 # attribute bits
 LIGHT, ARMORED, BIO, MECH, MASSIVE, STRUCTURE = 1, 2, 4, 8, 16, 32
 
-# columns of the property table PROPS[type, column]
+# columns of the property table PROPS[row, column] (rows: see _build_props)
 (
     HP,
     SHIELD,
@@ -111,7 +111,7 @@ _ROWS: dict[str, dict[str, float]] = {
         armor=1,
         attr=ARMORED | MECH,
         rng=4,
-        speed=2.75,
+        speed=2.5,
         radius=0.75,
         air=1,
         hits_ground=0,
@@ -164,7 +164,7 @@ _ROWS: dict[str, dict[str, float]] = {
         acquire=7.5,
     ),
     "hydralisk": dict(
-        hp=80,
+        hp=90,
         attr=LIGHT | BIO,
         dmg=12,
         cd=13,
@@ -209,30 +209,42 @@ _ROWS: dict[str, dict[str, float]] = {
 }
 
 
+# Where SMAC's RL copies (the allies) differ from the stock units (the enemies): the maps' own UnitData.xml
+# (oxwhirl/smac SMAC_Maps, Hydralisk_RL LifeMax 80 in 6h_vs_8z, Medivac_RL Speed 2.75 in MMM/MMM2); every
+# other field the maps set equals the stock value (see unit_data.yaml).
+_RL_OVERRIDES: dict[str, dict[str, float]] = {"hydralisk": dict(hp=80), "medivac": dict(speed=2.75)}
+N_TYPES = len(UNIT_NAMES)
+
+
+def _fill(props: np.ndarray, t: int, r: dict[str, float]) -> None:
+    props[t, HP] = r["hp"]
+    props[t, SHIELD] = r.get("shield", 0)
+    props[t, ARMOR] = r.get("armor", 0)
+    props[t, ATTR] = r["attr"]
+    props[t, DMG] = r.get("dmg", 0)
+    props[t, BONUS_ATTR] = r.get("battr", 0)
+    props[t, BONUS_DMG] = r.get("bdmg", 0)
+    props[t, HITS] = r.get("hits", 1)
+    props[t, COOLDOWN] = r.get("cd", 0)
+    props[t, RANGE] = r["rng"]
+    props[t, SPEED] = r["speed"] / 16.0  # stored per game loop
+    props[t, RADIUS] = r["radius"]
+    props[t, AIR] = r.get("air", 0)
+    props[t, HITS_AIR] = r.get("hits_air", 0)
+    props[t, HITS_GROUND] = r.get("hits_ground", 1)
+    props[t, ACQUIRE] = r["acquire"]
+    props[t, HEALER] = r.get("healer", 0)
+    props[t, ZERG_REGEN] = r.get("zerg", 0)
+    props[t, SPLASH] = r.get("splash", SPLASH_NONE)
+    props[t, CLIFF_WALK] = r.get("cliff", 0)
+
+
 def _build_props() -> np.ndarray:
-    props = np.zeros((len(UNIT_NAMES), N_PROPS))
+    """Rows ``0..N_TYPES-1``: SMAC's RL copies (allies); rows ``N_TYPES..``: the stock units (enemies)."""
+    props = np.zeros((2 * N_TYPES, N_PROPS))
     for t, name in enumerate(UNIT_NAMES):
-        r = _ROWS[name]
-        props[t, HP] = r["hp"]
-        props[t, SHIELD] = r.get("shield", 0)
-        props[t, ARMOR] = r.get("armor", 0)
-        props[t, ATTR] = r["attr"]
-        props[t, DMG] = r.get("dmg", 0)
-        props[t, BONUS_ATTR] = r.get("battr", 0)
-        props[t, BONUS_DMG] = r.get("bdmg", 0)
-        props[t, HITS] = r.get("hits", 1)
-        props[t, COOLDOWN] = r.get("cd", 0)
-        props[t, RANGE] = r["rng"]
-        props[t, SPEED] = r["speed"] / 16.0  # stored per game loop
-        props[t, RADIUS] = r["radius"]
-        props[t, AIR] = r.get("air", 0)
-        props[t, HITS_AIR] = r.get("hits_air", 0)
-        props[t, HITS_GROUND] = r.get("hits_ground", 1)
-        props[t, ACQUIRE] = r["acquire"]
-        props[t, HEALER] = r.get("healer", 0)
-        props[t, ZERG_REGEN] = r.get("zerg", 0)
-        props[t, SPLASH] = r.get("splash", SPLASH_NONE)
-        props[t, CLIFF_WALK] = r.get("cliff", 0)
+        _fill(props, t, {**_ROWS[name], **_RL_OVERRIDES.get(name, {})})
+        _fill(props, N_TYPES + t, _ROWS[name])
     props.setflags(write=False)
     return props
 
@@ -241,9 +253,10 @@ PROPS = _build_props()
 TYPE_INDEX = {name: i for i, name in enumerate(UNIT_NAMES)}
 
 
-def type_ids(names: tuple[str, ...]) -> np.ndarray:
-    """Engine type index of every unit name; unknown names fail with the list of known ones."""
+def type_ids(names: tuple[str, ...], enemy: bool = False) -> np.ndarray:
+    """PROPS row of every unit name (the RL copy for allies, the stock unit with ``enemy=True``); unknown
+    names fail with the list of known ones."""
     bad = [n for n in names if n not in TYPE_INDEX]
     if bad:
         raise ValueError(f"unknown unit type(s) {bad}; the embedded engine knows {list(UNIT_NAMES)}")
-    return np.array([TYPE_INDEX[n] for n in names], dtype=np.int64)
+    return np.array([TYPE_INDEX[n] + (N_TYPES if enemy else 0) for n in names], dtype=np.int64)
