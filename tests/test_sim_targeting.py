@@ -77,3 +77,17 @@ def test_a_threat_entering_weapon_range_replaces_a_non_threat_target():
     place(S, 1, 11.0)  # a marine (a threat) enters weapon range, farther than the Medivac
     eng.step(np.array([STOP, STOP]))
     assert S[2, S_TGT] == 1
+
+
+def test_a_unit_with_nothing_in_scan_range_responds_to_its_attacker():
+    # stalker weapon reach 6 + 0.625 + 0.375 = 7.0; the marine's scan reach 5.5 + 1.0 = 6.5
+    for attack in (False, True):
+        eng, S = engine(spec_of([("stalker", 1, (9, 16))], [("marine", 1, (16, 16))]))
+        place(S, 0, 9.2)
+        place(S, 1, 16.0)  # 6.8 apart
+        for _ in range(2):
+            tab = eng.step(np.array([ATTACK_ENEMY_0 if attack else STOP]))
+        if attack:
+            assert tab.enemies.health[0] < 45 and S[1, S_TGT] == 0 and S[1, S_X] < 16.0
+        else:
+            assert S[1, S_TGT] == -1 and S[1, S_X] == 16.0

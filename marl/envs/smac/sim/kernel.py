@@ -2,7 +2,7 @@
 
 State layout: one float64 array ``S[env, unit, column]`` (E envs x U units, allies ``0..NA-1`` then
 enemies; columns ``units.S_*``: position, health, shield, energy, cooldown loops, loops since damage,
-order kind/target/point; ids are stored as floats).  Packing the state into
+order kind/target/point, last attacker; ids are stored as floats).  Packing the state into
 one array keeps the compiled calls cheap (each array argument costs time on every call).
 
 Order kinds (column S_OK): IDLE, MOVE (to the order point, ends on arrival), ATTACK (unit S_TGT; allies
@@ -56,6 +56,7 @@ from marl.envs.smac.sim.units import (
     S_CD,
     S_EN,
     S_HP,
+    S_LA,
     S_OK,
     S_OX,
     S_OY,
@@ -146,7 +147,7 @@ def _is_threat(props, utype, j, i):
 
 @njit(cache=True)
 def _acquire(e, i, na, props, utype, S):
-    """Enemy ``i``'s new auto-target among the valid allies within its scan range, or -1.
+    """Enemy ``i``'s new auto-target among the valid allies within its scan range, else its attacker, or -1.
 
     Sources: Liquipedia, "Automatic Targeting" (Legacy of the Void rules): candidates are the valid targets
     within the scan range (``units.ACQUIRE``, edge to edge); criteria in order: (1) threats first, (2) the
@@ -154,6 +155,10 @@ def _acquire(e, i, na, props, utype, S):
     structure exists), (3) targets the primary weapon can hit (each unit here has one weapon: ``can_hit``),
     (4) when the previous target was lost, the closest.  When there was no previous target the page gives no
     tie-break: no source, the closest is kept (the simplest rule).
+    Response: a stock unit's Response is Acquire, so it attacks a unit that attacks it (SMAC's docs/smac.md,
+    "Environment Settings": its allies are set to No Response precisely to disable this).  When that applies
+    is not in our sources; the simplest rule is kept: with no candidate in scan range, the last living ally
+    that hit this unit (and that its weapon can hit) is the target.
     """
     best = -1
     best_key = 1e18
@@ -167,6 +172,10 @@ def _acquire(e, i, na, props, utype, S):
         if key < best_key:
             best_key = key
             best = j
+    if best < 0:
+        la = int(S[e, i, S_LA])
+        if 0 <= la < na and S[e, la, S_HP] > 0.0 and can_hit(props, utype, i, la):
+            best = la
     return best
 
 
@@ -226,8 +235,8 @@ def _enemy_act(e, i, na, props, utype, grid, nav, S, rng):
     closing in on a target it acquired in its scan range re-runs the acquisition every loop (it keeps the
     same target while that one stays the best by the criteria).  (c): the only priority that separates
     allies here is the threat class, so a non-threat target (a Medivac) is dropped when a threat is within
-    weapon range.  Being attacked does not by itself change a unit's target (no source found for a
-    retaliation switch; see docs/fidelity.md).
+    weapon range.  Being attacked does not by itself change a target the unit keeps (no source found for a
+    retaliation switch); it matters only to a unit with no target in scan range (see :func:`_acquire`).
     """
     t = int(S[e, i, S_TGT])
     if t >= 0:

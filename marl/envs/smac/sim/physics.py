@@ -26,6 +26,7 @@ from marl.envs.smac.sim.units import (
     HITS_GROUND,
     RADIUS,
     S_HP,
+    S_LA,
     S_SH,
     S_SINCE,
     S_X,
@@ -88,6 +89,7 @@ def apply_hit(e, a, t, props, utype, S):
         if S[e, t, S_HP] <= 0.0:
             S[e, t, S_HP] = 0.0
     S[e, t, S_SINCE] = 0.0
+    S[e, t, S_LA] = a  # the last unit that attacked t (the built-in AI's response)
 
 
 @njit(cache=True, inline="always")

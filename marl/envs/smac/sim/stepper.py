@@ -28,6 +28,7 @@ from marl.envs.smac.sim.units import (
     S_CD,
     S_EN,
     S_HP,
+    S_LA,
     S_OK,
     S_OX,
     S_OY,
@@ -144,6 +145,7 @@ def sim_reset(mask, na, props, utype, grid, base_pos, noise, enemy_order, target
             S[e, i, S_SINCE] = 1e9
             S[e, i, S_OK] = IDLE
             S[e, i, S_TGT] = -1
+            S[e, i, S_LA] = -1
             S[e, i, S_OX] = x
             S[e, i, S_OY] = y
         gx, gy = target[0], target[1]

@@ -68,8 +68,8 @@ LIGHT, ARMORED, BIO, MECH, MASSIVE, STRUCTURE = 1, 2, 4, 8, 16, 32
 N_PROPS = 20
 
 # columns of the per-env state array S[env, unit, column] (all float64; ids/kinds stored as floats)
-(S_X, S_Y, S_HP, S_SH, S_EN, S_CD, S_SINCE, S_OK, S_TGT, S_OX, S_OY) = range(11)
-N_STATE = 11
+(S_X, S_Y, S_HP, S_SH, S_EN, S_CD, S_SINCE, S_OK, S_TGT, S_OX, S_OY, S_LA) = range(12)
+N_STATE = 12
 
 # SPLASH kinds
 SPLASH_NONE, SPLASH_LINE, SPLASH_EXPLODE = 0, 1, 2
