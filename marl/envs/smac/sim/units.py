@@ -1,7 +1,8 @@
 """Unit data for the embedded engine, in GAME-SECOND units (docs/smac.md §6; sources in docs/fidelity.md).
 
-Every number here is StarCraft II's own (patch 5.0.3 game data) unless ``unit_data.yaml`` beside this file
-lists it as a deviation with its reason; ``tests/test_unit_data.py`` holds this table to that file.
+Every number here is StarCraft II's own unless ``unit_data.yaml`` beside this file lists it as a deviation
+with its reason: enemies are stock units (patch 5.0.3 game data), allies SMAC's RL copies as the SMAC map
+files define them (``_RL_OVERRIDES``); ``tests/test_unit_data.py`` holds this table to that file.
 
 Conventions (chosen once, used everywhere in ``sim/``):
 
