@@ -111,6 +111,14 @@ def test_the_rl_copies_differ_from_the_stock_units_only_where_the_maps_say():
 
 def test_every_engine_unit_is_in_the_table_with_its_medivac_and_baneling_specials():
     assert set(DATA) == set(U.TYPE_INDEX)
+    bane, burst = engine("baneling", enemy=True), DATA["baneling"]["liquipedia"]
+    assert (bane["dmg"], bane["bdmg"], bane["battr"], bane["rng"]) == (
+        burst["damage"],
+        burst["bonus_light"],
+        U.LIGHT,
+        burst["range"],
+    )
+    assert U.BANE_SPLASH_RADIUS == burst["splash_radius"]
     assert U.MEDIVAC_SIGHT == DATA["medivac"]["game"]["sight"]
     assert U.ENERGY_MAX == DATA["medivac"]["game"]["max_energy"]
     assert U.ENERGY_START == DATA["medivac"]["game"]["start_energy"]

@@ -25,8 +25,9 @@ Conventions (chosen once, used everywhere in ``sim/``):
 
 Approximations (documented choices):
 
-* Baneling: 16 damage (+19 vs Light) to every hostile ground unit whose edge is within 2.2 of its centre
-  (Liquipedia's Volatile Burst); it dies when it attacks (reach 0.25). The +80 vs structures is not modelled.
+* Baneling: 20 damage (+15 vs Light) to every hostile ground unit whose edge is within 2.2 of its centre
+  (Liquipedia, "Baneling (Legacy of the Void)"); it dies when it attacks (reach 0.25). The +80 vs
+  structures is not modelled.
 * Colossus: 10 (+5 vs Light) x2 with a line splash: every hostile ground unit whose edge is within 0.3
   of a 2.8-long beam centred on the target, perpendicular to the line of fire, takes the hit (smaclite's
   beam; no game source read).  The colossus ignores the pathing grid (it walks over cliffs) but stays on
@@ -182,9 +183,9 @@ _ROWS: dict[str, dict[str, float]] = {
     "baneling": dict(
         hp=30,
         attr=BIO,
-        dmg=16,
+        dmg=20,
         battr=LIGHT,
-        bdmg=19,
+        bdmg=15,
         cd=1,
         rng=0.25,
         speed=2.5,
