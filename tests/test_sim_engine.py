@@ -108,7 +108,7 @@ def test_baneling_dies_when_it_attacks_with_area_damage():
     for _ in range(4):
         tab = eng.step(np.array([6]))
     assert tab.allies.health[0] == 0.0
-    assert np.all(tab.enemies.health[:2] == 0.0)  # 16 + 19 vs Light = 35 = zergling HP
+    assert np.all(tab.enemies.health[:2] == 0.0)  # 20 + 15 vs Light = 35 = zergling HP
     assert tab.enemies.health[2] == 35.0
 
 

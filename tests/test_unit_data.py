@@ -1,5 +1,6 @@
-"""The embedded engine's unit numbers are StarCraft II's own (marl/envs/smac/sim/unit_data.yaml, game data of
-patch 5.0.3), except the deviations that file lists with a reason; docs/fidelity.md shows the same table."""
+"""The embedded engine's unit numbers are StarCraft II's own (marl/envs/smac/sim/unit_data.yaml: game data of
+patch 5.0.3 for the stock units the enemies are, overlaid with the SMAC maps' RL copies for the allies),
+except the deviations that file lists with a reason; docs/fidelity.md shows the same table."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import yaml
 
 from marl.envs.smac.sim import units as U
 
-DATA = yaml.safe_load((Path(U.__file__).parent / "unit_data.yaml").read_text())
+_FILE = yaml.safe_load((Path(U.__file__).parent / "unit_data.yaml").read_text())
+RULES = _FILE.pop("rules")
+DATA = _FILE
 ATTRS = {
     "Light": U.LIGHT,
     "Armored": U.ARMORED,
@@ -32,6 +35,8 @@ def expected(game: dict) -> dict[str, float]:
         "speed": game["speed"],
         "radius": game["radius"],
     }
+    if "heal_range" in game:
+        out["heal_range"] = game["heal_range"]
     w = game.get("weapon")
     if w is not None:
         bonus = w["bonuses"]
@@ -49,8 +54,11 @@ def expected(game: dict) -> dict[str, float]:
     return out
 
 
-def engine(name: str) -> dict[str, float]:
-    row = U.PROPS[U.TYPE_INDEX[name]]
+RL_FIELDS = ("hp", "shield", "armor", "speed", "radius")
+
+
+def engine(name: str, enemy: bool = False) -> dict[str, float]:
+    row = U.PROPS[U.type_ids((name,), enemy)[0]]
     cols = {
         "hp": U.HP,
         "shield": U.SHIELD,
@@ -67,32 +75,70 @@ def engine(name: str) -> dict[str, float]:
         "hits_air": U.HITS_AIR,
         "acquire": U.ACQUIRE,
     }
+    if name == "medivac":
+        cols["heal_range"] = U.RANGE
     out = {k: float(row[c]) for k, c in cols.items()}
     out["speed"] *= 16.0  # PROPS stores per game loop
     return out
 
 
+@pytest.mark.parametrize("enemy", [True, False], ids=["enemy-stock", "ally-rl"])
 @pytest.mark.parametrize("name", sorted(DATA))
-def test_engine_numbers_are_the_games_unless_a_deviation_says_why(name):
-    want, have = expected(DATA[name]["game"]), engine(name)
+def test_engine_numbers_are_the_games_unless_a_deviation_says_why(name, enemy):
+    want, have = expected(DATA[name]["game"]), engine(name, enemy)
+    if not enemy:  # SMAC's RL copy: the map's own fields win
+        want.update({k: v for k, v in DATA[name].get("rl", {}).items() if k in RL_FIELDS})
     deviations = DATA[name].get("deviations", {})
     for field, value in want.items():
         same = math.isclose(have[field], value, abs_tol=1e-3)
         if field in deviations:
-            assert not same, f"{name}.{field}: listed as a deviation but equals the game's {value}"
+            assert not same, f"{name}.{field}: listed as a deviation but equals the data's {value}"
         else:
-            assert same, f"{name}.{field}: engine {have[field]} != game {value} (and no deviation is listed)"
+            assert same, f"{name}.{field}: engine {have[field]} != data {value} (and no deviation is listed)"
+
+
+def test_the_rl_copies_differ_from_the_stock_units_only_where_the_maps_say():
+    differ = {
+        (name, k)
+        for name, row in DATA.items()
+        for k, v in row.get("rl", {}).items()
+        if k in RL_FIELDS and not math.isclose(v, expected(row["game"])[k], abs_tol=1e-3)
+    }
+    assert differ == {("hydralisk", "hp"), ("medivac", "speed")}
+    assert engine("hydralisk")["hp"] == 80 and engine("hydralisk", enemy=True)["hp"] == 90
+    assert engine("medivac")["speed"] == 2.75 and engine("medivac", enemy=True)["speed"] == 2.5
 
 
 def test_every_engine_unit_is_in_the_table_with_its_medivac_and_baneling_specials():
     assert set(DATA) == set(U.TYPE_INDEX)
+    bane, burst = engine("baneling", enemy=True), DATA["baneling"]["liquipedia"]
+    assert (bane["dmg"], bane["bdmg"], bane["battr"], bane["rng"]) == (
+        burst["damage"],
+        burst["bonus_light"],
+        U.LIGHT,
+        burst["range"],
+    )
+    assert U.BANE_SPLASH_RADIUS == burst["splash_radius"]
     assert U.MEDIVAC_SIGHT == DATA["medivac"]["game"]["sight"]
     assert U.ENERGY_MAX == DATA["medivac"]["game"]["max_energy"]
     assert U.ENERGY_START == DATA["medivac"]["game"]["start_energy"]
 
 
+def test_rule_constants_are_the_tables():
+    per_loop = 1.0 / RULES["loops_per_game_second"]["value"]
+    assert U.LOOPS_PER_STEP == RULES["loops_per_agent_step"]["value"]
+    assert U.SHIELD_REGEN == RULES["shield_regen_per_s"]["value"] * per_loop
+    assert U.SHIELD_REGEN_DELAY == RULES["shield_regen_delay_s"]["value"] / per_loop
+    assert U.ZERG_HP_REGEN == RULES["zerg_hp_regen_per_s"]["value"] * per_loop
+    assert U.MEDIVAC_HEAL == RULES["medivac_heal_per_s"]["value"] * per_loop
+    assert U.HP_PER_ENERGY == RULES["medivac_hp_per_energy"]["value"]
+    assert U.ENERGY_REGEN == RULES["energy_regen_per_s"]["value"] * per_loop
+    assert all(r.get("source") for r in RULES.values())
+    assert all(row.get("source") for row in DATA.values())
+
+
 def test_fidelity_page_shows_the_table():
     page = (Path(__file__).resolve().parents[1] / "docs" / "fidelity.md").read_text()
     for name in DATA:
-        hp = int(engine(name)["hp"])
+        hp = int(engine(name, enemy=True)["hp"])
         assert f"| {name} | {hp} |" in page, f"docs/fidelity.md has no row for {name} with {hp} HP"

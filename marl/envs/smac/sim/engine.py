@@ -81,14 +81,14 @@ def spawn_layout(spec: MapSpec) -> np.ndarray:
     grid = np.asarray(spec.pathing_grid, dtype=bool)
     walk_x, walk_y = np.nonzero(grid)
     out = []
-    for groups in (spec.allies, spec.enemies):
+    for enemy, groups in ((False, spec.allies), (True, spec.enemies)):
         units = [(g.unit, tuple(map(float, g.spawn))) for g in groups for _ in range(g.count)]
         pts = np.zeros((len(units), 2))
         by_point: dict[tuple[float, float], list[int]] = {}
         for k, (_, p) in enumerate(units):
             by_point.setdefault(p, []).append(k)
         for (sx, sy), ids in by_point.items():
-            types = type_ids(tuple(units[k][0] for k in ids))
+            types = type_ids(tuple(units[k][0] for k in ids), enemy)
             gap = 2.0 * PROPS[types, RADIUS].max() + 0.1
             cols = math.ceil(math.sqrt(len(ids)))
             rows = math.ceil(len(ids) / cols)
@@ -194,7 +194,7 @@ class BatchedSimEngine:
         self.n_agents = spec.n_agents
         self.n_enemies = spec.n_enemies
         self.ally_types, self.enemy_types = spec.ally_types, spec.enemy_types
-        self.utype = type_ids(spec.ally_types + spec.enemy_types)
+        self.utype = np.concatenate([type_ids(spec.ally_types), type_ids(spec.enemy_types, enemy=True)])
         self.grid = np.ascontiguousarray(spec.pathing_grid, dtype=np.bool_)
         if self.grid.ndim != 2:
             raise ValueError(f"pathing_grid must be 2-D (x, y), got shape {self.grid.shape}")

@@ -2,7 +2,7 @@
 
 State layout: one float64 array ``S[env, unit, column]`` (E envs x U units, allies ``0..NA-1`` then
 enemies; columns ``units.S_*``: position, health, shield, energy, cooldown loops, loops since damage,
-order kind/target/point, last attacker and its age; ids are stored as floats).  Packing the state into
+order kind/target/point, last attacker; ids are stored as floats).  Packing the state into
 one array keeps the compiled calls cheap (each array argument costs time on every call).
 
 Order kinds (column S_OK): IDLE, MOVE (to the order point, ends on arrival), ATTACK (unit S_TGT; allies
@@ -53,8 +53,6 @@ from marl.envs.smac.sim.units import (
     MEDIVAC_SIGHT,
     RADIUS,
     RANGE,
-    RETALIATE_LOOPS,
-    S_AGE,
     S_CD,
     S_EN,
     S_HP,
@@ -140,9 +138,28 @@ def _heal(e, i, t, props, utype, grid, nav, S):
         S[e, i, S_EN] -= amount / HP_PER_ENERGY
 
 
+@njit(cache=True, inline="always")
+def _is_threat(props, utype, j, i):
+    """Whether ally ``j`` is a threat to enemy ``i``: its weapon can return fire (Liquipedia, "Automatic
+    Targeting", criterion 1, first reason; the second reason was not read, so it is not modelled)."""
+    return can_hit(props, utype, j, i) and props[utype[j], HEALER] == 0
+
+
 @njit(cache=True)
 def _acquire(e, i, na, props, utype, S):
-    """Enemy ``i``'s auto-target: in acquire range; threats (units that can hit back) first, nearest."""
+    """Enemy ``i``'s new auto-target among the valid allies within its scan range, else its attacker, or -1.
+
+    Sources: Liquipedia, "Automatic Targeting" (Legacy of the Void rules): candidates are the valid targets
+    within the scan range (``units.ACQUIRE``, edge to edge); criteria in order: (1) threats first, (2) the
+    higher Attack Target Priority (every unit on SMAC's maps has 20, so it never separates allies; no allied
+    structure exists), (3) targets the primary weapon can hit (each unit here has one weapon: ``can_hit``),
+    (4) when the previous target was lost, the closest.  When there was no previous target the page gives no
+    tie-break: no source, the closest is kept (the simplest rule).
+    Response: a stock unit's Response is Acquire, so it attacks a unit that attacks it (SMAC's docs/smac.md,
+    "Environment Settings": its allies are set to No Response precisely to disable this).  When that applies
+    is not in our sources; the simplest rule is kept: with no candidate in scan range, the last living ally
+    that hit this unit (and that its weapon can hit) is the target.
+    """
     best = -1
     best_key = 1e18
     for j in range(na):
@@ -151,11 +168,29 @@ def _acquire(e, i, na, props, utype, S):
         d = dist(e, i, j, S)
         if d > reach(props, utype, i, j, ACQUIRE):
             continue
-        key = d if can_hit(props, utype, j, i) and props[utype[j], HEALER] == 0 else 1e6 + d
+        key = d if _is_threat(props, utype, j, i) else 1e6 + d
         if key < best_key:
             best_key = key
             best = j
+    if best < 0:
+        la = int(S[e, i, S_LA])
+        if 0 <= la < na and S[e, la, S_HP] > 0.0 and can_hit(props, utype, i, la):
+            best = la
     return best
+
+
+@njit(cache=True)
+def _threat_in_weapon_range(e, i, na, props, utype, S):
+    """Whether any living threat (see :func:`_is_threat`) stands within ``i``'s weapon reach."""
+    for j in range(na):
+        if (
+            S[e, j, S_HP] > 0.0
+            and can_hit(props, utype, i, j)
+            and _is_threat(props, utype, j, i)
+            and dist(e, i, j, S) <= reach(props, utype, i, j, RANGE)
+        ):
+            return True
+    return False
 
 
 @njit(cache=True)
@@ -191,24 +226,26 @@ def _enemy_healer(e, i, na, props, utype, grid, nav, S):
 
 @njit(cache=True)
 def _enemy_act(e, i, na, props, utype, grid, nav, S, rng):
-    """SC2-like attack-move: keep or drop the target, retaliate, acquire, else walk to the goal."""
+    """The built-in AI's attack-move: keep the target, or drop it and acquire, else walk to the goal.
+
+    Rules and sources (Liquipedia, "Automatic Targeting", which covers units on attack-move): a target is
+    kept until it (a) stops being a valid target (here: dies), (b) leaves weapon range, or (c) a
+    higher-priority target enters weapon range; then :func:`_acquire` picks the next one within the scan
+    range.  (b) is taken literally: a target beyond weapon range (range + both radii) is dropped, so a unit
+    closing in on a target it acquired in its scan range re-runs the acquisition every loop (it keeps the
+    same target while that one stays the best by the criteria).  (c): the only priority that separates
+    allies here is the threat class, so a non-threat target (a Medivac) is dropped when a threat is within
+    weapon range.  Being attacked does not by itself change a target the unit keeps (no source found for a
+    retaliation switch); it matters only to a unit with no target in scan range (see :func:`_acquire`).
+    """
     t = int(S[e, i, S_TGT])
     if t >= 0:
-        attacked_by_t = S[e, i, S_LA] == t and S[e, i, S_AGE] < RETALIATE_LOOPS
-        leash = reach(props, utype, i, t, ACQUIRE) + 1.0
-        if S[e, t, S_HP] <= 0.0 or (not attacked_by_t and dist(e, i, t, S) > leash):
+        if (
+            S[e, t, S_HP] <= 0.0
+            or dist(e, i, t, S) > reach(props, utype, i, t, RANGE)
+            or (not _is_threat(props, utype, t, i) and _threat_in_weapon_range(e, i, na, props, utype, S))
+        ):
             t = -1
-    la = int(S[e, i, S_LA])
-    if (
-        la >= 0
-        and la < na
-        and la != t
-        and S[e, i, S_AGE] < RETALIATE_LOOPS
-        and S[e, la, S_HP] > 0.0
-        and can_hit(props, utype, i, la)
-    ):
-        if t < 0 or dist(e, i, t, S) > reach(props, utype, i, t, RANGE):
-            t = la
     if t < 0:
         t = _acquire(e, i, na, props, utype, S)
     S[e, i, S_TGT] = t

@@ -25,7 +25,6 @@ from marl.envs.smac.sim.units import (
     HITS_AIR,
     HITS_GROUND,
     RADIUS,
-    S_AGE,
     S_HP,
     S_LA,
     S_SH,
@@ -90,8 +89,7 @@ def apply_hit(e, a, t, props, utype, S):
         if S[e, t, S_HP] <= 0.0:
             S[e, t, S_HP] = 0.0
     S[e, t, S_SINCE] = 0.0
-    S[e, t, S_LA] = a
-    S[e, t, S_AGE] = 0
+    S[e, t, S_LA] = a  # the last unit that attacked t (the built-in AI's response)
 
 
 @njit(cache=True, inline="always")

@@ -25,7 +25,6 @@ from marl.envs.smac.sim.units import (
     HEALER,
     HP,
     LOOPS_PER_STEP,
-    S_AGE,
     S_CD,
     S_EN,
     S_HP,
@@ -120,9 +119,6 @@ def sim_step(actions, na, props, utype, grid, nav, enemy_order, S, rng, perm):
                     _enemy_healer(e, i, na, props, utype, grid, nav, S)
                 else:
                     _enemy_act(e, i, na, props, utype, grid, nav, S, rng)
-            for k in range(u):
-                if S[e, k, S_AGE] < 1 << 30:
-                    S[e, k, S_AGE] += 1
             _push(e, props, utype, grid, S, rng, buf, idx)
 
 
@@ -147,10 +143,9 @@ def sim_reset(mask, na, props, utype, grid, base_pos, noise, enemy_order, target
             S[e, i, S_EN] = ENERGY_START if props[ut, HEALER] > 0 else 0.0
             S[e, i, S_CD] = 0.0
             S[e, i, S_SINCE] = 1e9
-            S[e, i, S_LA] = -1
-            S[e, i, S_AGE] = 1 << 30
             S[e, i, S_OK] = IDLE
             S[e, i, S_TGT] = -1
+            S[e, i, S_LA] = -1
             S[e, i, S_OX] = x
             S[e, i, S_OY] = y
         gx, gy = target[0], target[1]

@@ -1,7 +1,8 @@
 """Unit data for the embedded engine, in GAME-SECOND units (docs/smac.md §6; sources in docs/fidelity.md).
 
-Every number here is StarCraft II's own (patch 5.0.3 game data) unless ``unit_data.yaml`` beside this file
-lists it as a deviation with its reason; ``tests/test_unit_data.py`` holds this table to that file.
+Every number here is StarCraft II's own unless ``unit_data.yaml`` beside this file lists it as a deviation
+with its reason: enemies are stock units (patch 5.0.3 game data), allies SMAC's RL copies as the SMAC map
+files define them (``_RL_OVERRIDES``); ``tests/test_unit_data.py`` holds this table to that file.
 
 Conventions (chosen once, used everywhere in ``sim/``):
 
@@ -19,12 +20,14 @@ Conventions (chosen once, used everywhere in ``sim/``):
   sight (11, game data).
 * Regeneration: shields 2 per game-s after 10 game-s (160 loops) without damage; zerg HP 0.2734 per
   game-s; Medivac energy 0.5625 per game-s (max 200, start 50, game data); heal 9 HP per game-s costing
-  1 energy per 3 HP (see docs/fidelity.md for the status of each).
+  1 energy per 3 HP within 4 (range: game data). The source of each constant is in ``unit_data.yaml``
+  (``rules:``), which ``tests/test_unit_data.py`` holds these constants to.
 
 Approximations (documented choices):
 
-* Baneling: 16 damage (+19 vs Light) to every hostile ground unit whose edge is within 2.2 of its centre
-  (Liquipedia's Volatile Burst); it dies when it attacks (reach 0.25). The +80 vs structures is not modelled.
+* Baneling: 20 damage (+15 vs Light) to every hostile ground unit whose edge is within 2.2 of its centre
+  (Liquipedia, "Baneling (Legacy of the Void)"); it dies when it attacks (reach 0.25). The +80 vs
+  structures is not modelled.
 * Colossus: 10 (+5 vs Light) x2 with a line splash: every hostile ground unit whose edge is within 0.3
   of a 2.8-long beam centred on the target, perpendicular to the line of fire, takes the hit (smaclite's
   beam; no game source read).  The colossus ignores the pathing grid (it walks over cliffs) but stays on
@@ -41,7 +44,7 @@ from marl.envs.smac.types import UNIT_NAMES
 # attribute bits
 LIGHT, ARMORED, BIO, MECH, MASSIVE, STRUCTURE = 1, 2, 4, 8, 16, 32
 
-# columns of the property table PROPS[type, column]
+# columns of the property table PROPS[row, column] (rows: see _build_props)
 (
     HP,
     SHIELD,
@@ -67,8 +70,8 @@ LIGHT, ARMORED, BIO, MECH, MASSIVE, STRUCTURE = 1, 2, 4, 8, 16, 32
 N_PROPS = 20
 
 # columns of the per-env state array S[env, unit, column] (all float64; ids/kinds stored as floats)
-(S_X, S_Y, S_HP, S_SH, S_EN, S_CD, S_SINCE, S_OK, S_TGT, S_OX, S_OY, S_LA, S_AGE) = range(13)
-N_STATE = 13
+(S_X, S_Y, S_HP, S_SH, S_EN, S_CD, S_SINCE, S_OK, S_TGT, S_OX, S_OY, S_LA) = range(12)
+N_STATE = 12
 
 # SPLASH kinds
 SPLASH_NONE, SPLASH_LINE, SPLASH_EXPLODE = 0, 1, 2
@@ -87,7 +90,6 @@ MEDIVAC_SIGHT = 11.0
 BANE_SPLASH_RADIUS = 2.2
 BEAM_HALF_LENGTH = 1.4
 BEAM_HALF_WIDTH = 0.3
-RETALIATE_LOOPS = 16  # an attack received within this many loops counts as "attacking me"
 
 _ROWS: dict[str, dict[str, float]] = {
     "marine": dict(
@@ -111,7 +113,7 @@ _ROWS: dict[str, dict[str, float]] = {
         armor=1,
         attr=ARMORED | MECH,
         rng=4,
-        speed=2.75,
+        speed=2.5,
         radius=0.75,
         air=1,
         hits_ground=0,
@@ -164,7 +166,7 @@ _ROWS: dict[str, dict[str, float]] = {
         acquire=7.5,
     ),
     "hydralisk": dict(
-        hp=80,
+        hp=90,
         attr=LIGHT | BIO,
         dmg=12,
         cd=13,
@@ -181,9 +183,9 @@ _ROWS: dict[str, dict[str, float]] = {
     "baneling": dict(
         hp=30,
         attr=BIO,
-        dmg=16,
+        dmg=20,
         battr=LIGHT,
-        bdmg=19,
+        bdmg=15,
         cd=1,
         rng=0.25,
         speed=2.5,
@@ -209,30 +211,42 @@ _ROWS: dict[str, dict[str, float]] = {
 }
 
 
+# Where SMAC's RL copies (the allies) differ from the stock units (the enemies): the maps' own UnitData.xml
+# (oxwhirl/smac SMAC_Maps, Hydralisk_RL LifeMax 80 in 6h_vs_8z, Medivac_RL Speed 2.75 in MMM/MMM2); every
+# other field the maps set equals the stock value (see unit_data.yaml).
+_RL_OVERRIDES: dict[str, dict[str, float]] = {"hydralisk": dict(hp=80), "medivac": dict(speed=2.75)}
+N_TYPES = len(UNIT_NAMES)
+
+
+def _fill(props: np.ndarray, t: int, r: dict[str, float]) -> None:
+    props[t, HP] = r["hp"]
+    props[t, SHIELD] = r.get("shield", 0)
+    props[t, ARMOR] = r.get("armor", 0)
+    props[t, ATTR] = r["attr"]
+    props[t, DMG] = r.get("dmg", 0)
+    props[t, BONUS_ATTR] = r.get("battr", 0)
+    props[t, BONUS_DMG] = r.get("bdmg", 0)
+    props[t, HITS] = r.get("hits", 1)
+    props[t, COOLDOWN] = r.get("cd", 0)
+    props[t, RANGE] = r["rng"]
+    props[t, SPEED] = r["speed"] / 16.0  # stored per game loop
+    props[t, RADIUS] = r["radius"]
+    props[t, AIR] = r.get("air", 0)
+    props[t, HITS_AIR] = r.get("hits_air", 0)
+    props[t, HITS_GROUND] = r.get("hits_ground", 1)
+    props[t, ACQUIRE] = r["acquire"]
+    props[t, HEALER] = r.get("healer", 0)
+    props[t, ZERG_REGEN] = r.get("zerg", 0)
+    props[t, SPLASH] = r.get("splash", SPLASH_NONE)
+    props[t, CLIFF_WALK] = r.get("cliff", 0)
+
+
 def _build_props() -> np.ndarray:
-    props = np.zeros((len(UNIT_NAMES), N_PROPS))
+    """Rows ``0..N_TYPES-1``: SMAC's RL copies (allies); rows ``N_TYPES..``: the stock units (enemies)."""
+    props = np.zeros((2 * N_TYPES, N_PROPS))
     for t, name in enumerate(UNIT_NAMES):
-        r = _ROWS[name]
-        props[t, HP] = r["hp"]
-        props[t, SHIELD] = r.get("shield", 0)
-        props[t, ARMOR] = r.get("armor", 0)
-        props[t, ATTR] = r["attr"]
-        props[t, DMG] = r.get("dmg", 0)
-        props[t, BONUS_ATTR] = r.get("battr", 0)
-        props[t, BONUS_DMG] = r.get("bdmg", 0)
-        props[t, HITS] = r.get("hits", 1)
-        props[t, COOLDOWN] = r.get("cd", 0)
-        props[t, RANGE] = r["rng"]
-        props[t, SPEED] = r["speed"] / 16.0  # stored per game loop
-        props[t, RADIUS] = r["radius"]
-        props[t, AIR] = r.get("air", 0)
-        props[t, HITS_AIR] = r.get("hits_air", 0)
-        props[t, HITS_GROUND] = r.get("hits_ground", 1)
-        props[t, ACQUIRE] = r["acquire"]
-        props[t, HEALER] = r.get("healer", 0)
-        props[t, ZERG_REGEN] = r.get("zerg", 0)
-        props[t, SPLASH] = r.get("splash", SPLASH_NONE)
-        props[t, CLIFF_WALK] = r.get("cliff", 0)
+        _fill(props, t, {**_ROWS[name], **_RL_OVERRIDES.get(name, {})})
+        _fill(props, N_TYPES + t, _ROWS[name])
     props.setflags(write=False)
     return props
 
@@ -241,9 +255,10 @@ PROPS = _build_props()
 TYPE_INDEX = {name: i for i, name in enumerate(UNIT_NAMES)}
 
 
-def type_ids(names: tuple[str, ...]) -> np.ndarray:
-    """Engine type index of every unit name; unknown names fail with the list of known ones."""
+def type_ids(names: tuple[str, ...], enemy: bool = False) -> np.ndarray:
+    """PROPS row of every unit name (the RL copy for allies, the stock unit with ``enemy=True``); unknown
+    names fail with the list of known ones."""
     bad = [n for n in names if n not in TYPE_INDEX]
     if bad:
         raise ValueError(f"unknown unit type(s) {bad}; the embedded engine knows {list(UNIT_NAMES)}")
-    return np.array([TYPE_INDEX[n] for n in names], dtype=np.int64)
+    return np.array([TYPE_INDEX[n] + (N_TYPES if enemy else 0) for n in names], dtype=np.int64)

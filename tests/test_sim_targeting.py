@@ -1,0 +1,93 @@
+"""The built-in AI's target choice, rule by rule (sources in kernel._enemy_act and docs/fidelity.md).
+
+Marines: weapon reach (range + both radii) 5.75, scan reach 6.25, centre to centre.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from marl.envs.smac.sim.units import S_HP, S_TGT, S_X, S_Y
+from tests.test_sim_engine import engine, spec_of
+
+STOP, ATTACK_ENEMY_0 = 1, 6
+
+
+def place(S, unit: int, x: float, y: float = 16.0) -> None:
+    S[unit, S_X], S[unit, S_Y] = x, y
+
+
+def two_marines_one_enemy():
+    """Allies 0 and 1 (marines), enemy unit 2 (a marine at (16, 16), no order: it idles and auto-acquires)."""
+    eng, S = engine(spec_of([("marine", 2, (9, 16))], [("marine", 1, (16, 16))]))
+    place(S, 2, 16.0)
+    return eng, S
+
+
+def test_a_target_in_weapon_range_is_kept_when_a_closer_one_arrives():
+    eng, S = two_marines_one_enemy()
+    place(S, 0, 11.0)  # 5.0 away: in weapon reach
+    place(S, 1, 30.0, 30.0)
+    eng.step(np.array([STOP, STOP]))
+    assert S[2, S_TGT] == 0
+    place(S, 1, 14.0)  # now much closer, but the target is still valid and in weapon range
+    eng.step(np.array([STOP, STOP]))
+    assert S[2, S_TGT] == 0
+
+
+def test_a_target_that_leaves_weapon_range_is_dropped_for_the_closest():
+    eng, S = two_marines_one_enemy()
+    place(S, 0, 10.1)  # 5.9: out of weapon reach, inside scan reach
+    place(S, 1, 10.0, 16.6)  # 6.03: farther, also out of weapon reach
+    S[2, S_TGT] = 1  # as if it had acquired ally 1 earlier
+    eng.step(np.array([STOP, STOP]))
+    assert S[2, S_TGT] == 0  # re-acquired: the closest
+
+
+def test_a_dead_target_is_replaced_by_the_closest_threat():
+    eng, S = two_marines_one_enemy()
+    place(S, 0, 12.0)
+    place(S, 1, 11.0)
+    eng.step(np.array([STOP, STOP]))
+    assert S[2, S_TGT] == 0
+    S[0, S_HP] = 0.0  # ally 0 dies
+    eng.step(np.array([0, STOP]))
+    assert S[2, S_TGT] == 1
+
+
+def test_being_attacked_does_not_switch_the_target():
+    eng, S = two_marines_one_enemy()
+    place(S, 0, 11.5)  # 4.5 away: the enemy's target
+    place(S, 1, 30.0, 30.0)
+    eng.step(np.array([STOP, STOP]))
+    assert S[2, S_TGT] == 0
+    place(S, 1, 10.8)  # 5.2 away, in its own range: it attacks the enemy for two steps
+    for _ in range(2):
+        tab = eng.step(np.array([STOP, ATTACK_ENEMY_0]))
+    assert tab.enemies.health[0] < 45 and S[2, S_TGT] == 0
+
+
+def test_a_threat_entering_weapon_range_replaces_a_non_threat_target():
+    eng, S = engine(spec_of([("medivac", 1, (9, 16)), ("marine", 1, (9, 16))], [("marine", 1, (16, 16))]))
+    place(S, 2, 16.0)
+    place(S, 0, 14.0)  # the Medivac (cannot return fire) close by
+    place(S, 1, 30.0, 30.0)
+    eng.step(np.array([STOP, STOP]))
+    assert S[2, S_TGT] == 0
+    place(S, 1, 11.0)  # a marine (a threat) enters weapon range, farther than the Medivac
+    eng.step(np.array([STOP, STOP]))
+    assert S[2, S_TGT] == 1
+
+
+def test_a_unit_with_nothing_in_scan_range_responds_to_its_attacker():
+    # stalker weapon reach 6 + 0.625 + 0.375 = 7.0; the marine's scan reach 5.5 + 1.0 = 6.5
+    for attack in (False, True):
+        eng, S = engine(spec_of([("stalker", 1, (9, 16))], [("marine", 1, (16, 16))]))
+        place(S, 0, 9.2)
+        place(S, 1, 16.0)  # 6.8 apart
+        for _ in range(2):
+            tab = eng.step(np.array([ATTACK_ENEMY_0 if attack else STOP]))
+        if attack:
+            assert tab.enemies.health[0] < 45 and S[1, S_TGT] == 0 and S[1, S_X] < 16.0
+        else:
+            assert S[1, S_TGT] == -1 and S[1, S_X] == 16.0
