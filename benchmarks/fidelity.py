@@ -21,6 +21,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +47,7 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (centre - half, centre + half)
+    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def mean_ci(x: np.ndarray) -> tuple[float, float]:
@@ -67,6 +68,40 @@ def choose(policy: str, avail_ENA: np.ndarray, rng: np.random.Generator) -> np.n
     return u.argmax(-1)
 
 
+def play_batched(
+    env: BatchedStarCraft2Env,
+    episodes: int,
+    act: Callable[[], np.ndarray],
+    on_end: Callable[[int, dict[str, np.ndarray], int], None],
+    on_step: Callable[[np.ndarray], None] | None = None,
+) -> None:
+    """Play ``episodes`` episodes on ``env`` (all of its envs at once, restarting finished ones until enough
+    have started). ``act()`` gives the (E, N) actions; ``on_end(e, info, length)`` sees every finished
+    episode right after its last step; ``on_step(still_running)`` runs after every step."""
+    env.reset()
+    E = env.n_envs
+    running = np.ones(E, dtype=bool)
+    steps = np.zeros(E, dtype=np.int64)
+    started = E
+    while running.any():
+        _, term, info = env.step(act(), running)
+        steps[running] += 1
+        if on_step is not None:
+            on_step(running & ~term)
+        ended = np.flatnonzero(term & running)
+        for e in ended:
+            on_end(int(e), info, int(steps[e]))
+        again = ended[: max(0, episodes - started)]
+        started += len(again)
+        running[ended] = False
+        if len(again):
+            mask = np.zeros(E, dtype=bool)
+            mask[again] = True
+            env.reset_envs(mask)
+            running[again] = True
+            steps[again] = 0
+
+
 def run_sim(map_name: str, policy: str, episodes: int, seed: int, n_envs: int = 32) -> dict[str, np.ndarray]:
     """Play ``episodes`` episodes on the embedded engine; per-episode outcome arrays."""
     spec = load_map(map_name)
@@ -74,35 +109,18 @@ def run_sim(map_name: str, policy: str, episodes: int, seed: int, n_envs: int = 
     shield_max = np.array([UNIT_MAX_HEALTH_SHIELD[t][1] for t in spec.enemy_types], dtype=float)
     env = BatchedStarCraft2Env(map_name, min(n_envs, episodes), seed, heuristic_ai=policy == "heuristic")
     rng = np.random.default_rng(seed)
-    env.reset()
-    E = env.n_envs
-    running = np.ones(E, dtype=bool)
-    steps = np.zeros(E, dtype=np.int64)
-    started, out = E, {k: [] for k in ("won", "length", "allies_alive", "enemies_alive", "enemy_health_left")}
-    while running.any():
-        actions = choose(policy, env.get_avail_actions(), rng)
-        _, term, info = env.step(actions, running)
-        steps[running] += 1
-        ended = np.flatnonzero(term & running)
-        if len(ended):
-            u = env.units
-            hmax = np.broadcast_to(u.health_max, u.health.shape)
-            for e in ended:
-                hp, sh = u.health[e], u.shield[e]
-                out["won"].append(bool(info["battle_won"][e]))
-                out["length"].append(int(steps[e]))
-                out["allies_alive"].append(int((hp[:n] > 0).sum()))
-                out["enemies_alive"].append(int((hp[n:] > 0).sum()))
-                out["enemy_health_left"].append(enemy_left(hp[n:], sh[n:], hmax[e, n:], shield_max))
-            again = ended[: max(0, episodes - started)]
-            started += len(again)
-            running[ended] = False
-            if len(again):
-                mask = np.zeros(E, dtype=bool)
-                mask[again] = True
-                env.reset_envs(mask)
-                running[again] = True
-                steps[again] = 0
+    out = {k: [] for k in ("won", "length", "allies_alive", "enemies_alive", "enemy_health_left")}
+
+    def on_end(e: int, info: dict[str, np.ndarray], length: int) -> None:
+        u = env.units
+        hp, sh, hmax = u.health[e], u.shield[e], np.broadcast_to(u.health_max, u.health.shape)[e]
+        out["won"].append(bool(info["battle_won"][e]))
+        out["length"].append(length)
+        out["allies_alive"].append(int((hp[:n] > 0).sum()))
+        out["enemies_alive"].append(int((hp[n:] > 0).sum()))
+        out["enemy_health_left"].append(enemy_left(hp[n:], sh[n:], hmax[n:], shield_max))
+
+    play_batched(env, episodes, lambda: choose(policy, env.get_avail_actions(), rng), on_end)
     env.close()
     return {k: np.asarray(v) for k, v in out.items()}
 

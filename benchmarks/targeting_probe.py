@@ -27,6 +27,9 @@ import marl.envs.smac.sim.engine as sim_engine  # noqa: E402
 from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
 from marl.envs.smac.sim.units import S_HP, S_TGT  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fidelity import play_batched  # noqa: E402
+
 
 def mirrored_layout(spec) -> np.ndarray:
     """The engine's spawn layout with every enemy's x offset from its spawn point negated."""
@@ -56,31 +59,20 @@ def probe(
     env = BatchedStarCraft2Env(map_name, min(n_envs, episodes), seed, heuristic_ai=True)
     if mirror:
         env.engine.base_pos = mirrored_layout(env.spec)
-    env.reset()
     E, n = env.n_envs, env.n_agents
-    running = np.ones(E, dtype=bool)
-    steps = np.zeros(E, dtype=np.int64)
-    started, won, length, split = E, [], [], []
-    while running.any():
-        _, term, info = env.step(np.zeros((E, n), dtype=np.int64), running)
-        steps[running] += 1
-        for e in np.flatnonzero(running & ~term):
+    won, length, split = [], [], []
+
+    def on_step(running: np.ndarray) -> None:
+        for e in np.flatnonzero(running):
             s = split_index(env.engine.S[e], n)
             if s is not None:
                 split.append(s)
-        ended = np.flatnonzero(term & running)
-        for e in ended:
-            won.append(bool(info["battle_won"][e]))
-            length.append(int(steps[e]))
-        again = ended[: max(0, episodes - started)]
-        started += len(again)
-        running[ended] = False
-        if len(again):
-            mask = np.zeros(E, dtype=bool)
-            mask[again] = True
-            env.reset_envs(mask)
-            running[again] = True
-            steps[again] = 0
+
+    def on_end(e: int, info: dict[str, np.ndarray], steps: int) -> None:
+        won.append(bool(info["battle_won"][e]))
+        length.append(steps)
+
+    play_batched(env, episodes, lambda: np.zeros((E, n), dtype=np.int64), on_end, on_step)
     env.close()
     w = float(np.mean(won))
     return {

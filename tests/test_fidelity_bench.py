@@ -1,0 +1,34 @@
+"""benchmarks/fidelity.py: the episode loop and the statistics it reports."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import fidelity  # noqa: E402
+
+
+def test_wilson_interval_matches_known_values():
+    lo, hi = fidelity.wilson(0, 10)
+    assert lo == 0.0 and hi == pytest.approx(0.2775, abs=1e-4)
+    lo, hi = fidelity.wilson(50, 100)
+    assert lo == pytest.approx(0.4038, abs=1e-4) and hi == pytest.approx(0.5962, abs=1e-4)
+
+
+def test_stop_policy_never_fights_and_the_loop_plays_exactly_the_episodes_asked():
+    r = fidelity.run_sim("3m", "stop", episodes=7, seed=0, n_envs=3)
+    assert len(r["won"]) == 7 and not r["won"].any()
+    assert np.all(r["enemy_health_left"] == 1.0)  # passive allies holding position deal no damage
+    assert np.all(r["allies_alive"] == 0) and np.all(r["enemies_alive"] == 3)
+    assert np.all((r["length"] > 0) & (r["length"] <= 60))
+
+
+def test_heuristic_fights_and_random_uses_only_available_actions():
+    h = fidelity.run_sim("3m", "heuristic", episodes=20, seed=1)
+    assert h["enemy_health_left"].mean() < 0.5  # attacking the nearest enemy does damage
+    rnd = fidelity.run_sim("3m", "random", episodes=5, seed=2)  # an unavailable action would raise
+    assert len(rnd["won"]) == 5
