@@ -42,11 +42,6 @@ from marl.trainer_state import (  # nest/flatten re-exported: checkpoints' learn
 )
 
 
-def default_run_dir(cfg: Config) -> Path:
-    """``results_dir/<run_name>`` (default name: alg_map_seed_timestamp with microseconds)."""
-    return Path(cfg.results_dir) / (cfg.run_name or default_run_name(cfg.alg, cfg.env.map_name, cfg.seed))
-
-
 class Trainer:
     """The episode trainer for every registered learner; see the module docstring.
 

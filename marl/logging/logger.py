@@ -27,9 +27,8 @@ from marl.config import Config, config_to_dict
 from marl.logging.console import Console
 from marl.logging.mindinsight import SummarySink
 from marl.logging.plots import plot_curves
-from marl.run_folder import rewind_logs
+from marl.run_folder import LOG_FILE, rewind_logs
 
-LOG_FILE = "log.jsonl"
 CURVES_FILE = "curves.png"
 
 
