@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+from marl.envs.smac.threads import resolve_threads
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_PY = ROOT / ".venv-bench" / "bin" / "python"
 MAPS = ("3m", "8m", "27m_vs_30m")
@@ -80,7 +82,9 @@ while time.perf_counter() - t0 < seconds:
     out = roll(*out); m += 1
 jax.block_until_ready(out)
 scan_sps = m * 100 * n_envs / (time.perf_counter() - t0)
-print(json.dumps({"sps": sps, "scan_sps": scan_sps, "compile_s": compile_s, "jax": jax.__version__}))
+import importlib.metadata as md
+print(json.dumps({"sps": sps, "scan_sps": scan_sps, "compile_s": compile_s, "jax": jax.__version__,
+                  "jaxmarl": md.version("jaxmarl")}))
 """
 
 
@@ -89,7 +93,7 @@ def _random_actions(eng, rs: np.random.Generator, sample_available) -> np.ndarra
     return sample_available(eng.avail_actions(), rs.random((eng.n_envs, eng.n_agents)))
 
 
-def bench_ours(name: str, n_envs: int, seconds: float) -> dict:
+def bench_ours(name: str, n_envs: int, seconds: float, threads: int) -> dict:
     """Steps per second of ``BatchedSimEngine`` on one map (compile time reported separately)."""
     from marl.envs.smac.maps import load_map
     from marl.envs.smac.sim.avail import sample_available
@@ -97,7 +101,7 @@ def bench_ours(name: str, n_envs: int, seconds: float) -> dict:
 
     spec = load_map(name)
     t0 = time.perf_counter()
-    eng = BatchedSimEngine(spec, n_envs, seed=0)
+    eng = BatchedSimEngine(spec, n_envs, seed=0, threads=threads)
     eng.reset()
     rs = np.random.default_rng(0)
     eng.step(_random_actions(eng, rs, sample_available))
@@ -116,13 +120,13 @@ def bench_ours(name: str, n_envs: int, seconds: float) -> dict:
     return {"sps": n * n_envs / (time.perf_counter() - t0), "first_call_s": first_s}
 
 
-def bench_full(name: str, n_envs: int, seconds: float) -> dict:
+def bench_full(name: str, n_envs: int, seconds: float, threads: int) -> dict:
     """Steps per second of ``BatchedStarCraft2Env`` (engine + obs + state + avail + reward + end)."""
     from marl.envs.smac.batched_env import BatchedStarCraft2Env
     from marl.envs.smac.sim.avail import sample_available
 
     t0 = time.perf_counter()
-    env = BatchedStarCraft2Env(name, n_envs, seed=0)
+    env = BatchedStarCraft2Env(name, n_envs, seed=0, threads=threads)
     env.reset()
     rs = np.random.default_rng(0)
     # the first step loads the compiled engine and sampler from the Numba cache: not timed
@@ -184,6 +188,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=5.0, help="timed seconds per cell")
     ap.add_argument("--maps", nargs="+", default=list(MAPS))
     ap.add_argument("--envs", nargs="+", type=int, default=list(N_ENVS))
+    ap.add_argument(
+        "--threads", type=int, default=0, help="our engine's threads for the headline (0 = all cores, as XLA)"
+    )
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "sim_throughput.md"))
     args = ap.parse_args()
     cold = cold_compile_seconds()
@@ -193,18 +200,22 @@ def main() -> None:
     for name in args.maps:
         for n in args.envs:
             load0 = os.getloadavg()[0]
-            full = bench_full(name, n, args.seconds)
-            ours = bench_ours(name, n, args.seconds)
+            full = bench_full(name, n, args.seconds, args.threads)
+            full1 = bench_full(name, n, args.seconds, 1)
+            ours = bench_ours(name, n, args.seconds, args.threads)
             smax = bench_smax(name, n, args.seconds)
             load1 = os.getloadavg()[0]
-            rows.append((name, n, full, ours, smax, load0, load1))
+            rows.append((name, n, full, full1, ours, smax, load0, load1))
             s = f"{smax['sps']:.0f}" if smax else "n/a"
             print(
-                f"{name} x{n}: full env step {full['sps']:.0f} sps, engine only {ours['sps']:.0f} sps, "
+                f"{name} x{n}: full env step {full['sps']:.0f} sps ({full1['sps']:.0f} on 1 thread), "
+                f"engine only {ours['sps']:.0f} sps, "
                 f"SMAX {s} (load {load0:.1f} -> {load1:.1f})",
                 flush=True,
             )
     load_end = os.getloadavg()
+    peer = next((r[5] for r in rows if r[5]), None)
+    versions = f"jax {peer['jax']}, jaxmarl {peer['jaxmarl']}" if peer else "SMAX not run"
 
     def fmt(load: tuple[float, float, float]) -> str:
         return " / ".join(f"{x:.2f}" for x in load)
@@ -214,6 +225,7 @@ def main() -> None:
         "",
         f"- command: `{' '.join([Path(sys.executable).name] + sys.argv)}`",
         f"- date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
+        f"- peer versions ({BENCH_PY.parent.parent.name}): {versions}",
         f"- nproc: {os.cpu_count()}; timed {args.seconds}s per cell and side; random available actions; "
         "finished envs reset",
         f"- load average (1/5/15 min) before: {fmt(load_start)}; after: {fmt(load_end)}",
@@ -221,24 +233,30 @@ def main() -> None:
         "later processes load the on-disk cache",
         "- **full** = `BatchedStarCraft2Env.step` with obs + state + avail + reward + end for every env "
         "(like-for-like with SMAX's step; the headline); **engine** = `BatchedSimEngine` only",
+        f"- ours on `threads={args.threads}` ({resolve_threads(args.threads)} threads; "
+        "XLA also uses every core); "
+        "**full 1t** = the same full step on one thread",
         "- SMAX = `HeuristicEnemySMAX` jitted step incl. obs/reward/auto-reset; ratios against its "
         "per-step column, `scan` = 100 steps in one `lax.scan`",
         "",
-        "| map | n_envs | ours full sps | ours engine sps | SMAX sps (jit step) | SMAX sps (scan 100) "
-        "| full/SMAX step | full/SMAX scan | engine/SMAX step | SMAX compile s | load before→after |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| map | n_envs | ours full sps | ours full 1t sps | ours engine sps | SMAX sps (jit step) "
+        "| SMAX sps (scan 100) | full/SMAX step | full/SMAX scan | engine/SMAX step | SMAX compile s "
+        "| load before→after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, n, full, ours, smax, load0, load1 in rows:
+    for name, n, full, full1, ours, smax, load0, load1 in rows:
         if smax:
             lines.append(
-                f"| {name} | {n} | {full['sps']:.0f} | {ours['sps']:.0f} | {smax['sps']:.0f} | "
+                f"| {name} | {n} | {full['sps']:.0f} | {full1['sps']:.0f} | {ours['sps']:.0f} | "
+                f"{smax['sps']:.0f} | "
                 f"{smax['scan_sps']:.0f} | {full['sps'] / smax['sps']:.2f} | "
                 f"{full['sps'] / smax['scan_sps']:.2f} | {ours['sps'] / smax['sps']:.2f} | "
                 f"{smax['compile_s']:.1f} | {load0:.1f}→{load1:.1f} |"
             )
         else:
             lines.append(
-                f"| {name} | {n} | {full['sps']:.0f} | {ours['sps']:.0f} | n/a | n/a | n/a | n/a "
+                f"| {name} | {n} | {full['sps']:.0f} | {full1['sps']:.0f} | {ours['sps']:.0f} "
+                "| n/a | n/a | n/a | n/a "
                 f"| n/a | n/a | {load0:.1f}→{load1:.1f} |"
             )
     text = "\n".join(lines) + "\n"

@@ -115,7 +115,13 @@ class Trainer:
             dump_config(cfg, self.run_dir / "config.yaml")
             rewind = int(payload["meta"]["t_env"]) if payload is not None else None
             self.logger = Logger(
-                self.run_dir, cfg, cfg.t_max, console=True, mindinsight=cfg.log.mindinsight, rewind_to=rewind
+                self.run_dir,
+                cfg,
+                cfg.t_max,
+                console=True,
+                mindinsight=cfg.log.mindinsight,
+                progress_bar=cfg.log.progress,
+                rewind_to=rewind,
             )
             self.checkpointer = Checkpointer(self.run_dir, cfg.checkpoint.keep_last, cfg.checkpoint.save_best)
         except BaseException:
@@ -250,6 +256,7 @@ class Trainer:
                     self.t_env += int(sum(stats.lengths))
                     self.episode += len(stats.lengths)
                     window.extend(stats)
+                    self.logger.advance(self.t_env)
                     train_out = self._learn(batch) or train_out
                     signals.reassert()  # every MindSpore execution re-installs its own SIGINT handler
                     if cfg.log.test_nepisode and self.t_env - self.last["test"] >= cfg.log.test_interval:
@@ -297,6 +304,7 @@ class Trainer:
         test["time_s"] = time.time() - t0  # wall-clock since the start of this process's run
         for k, v in test.items():
             log.log(k, v, self.t_env)
+        log.print_table(self.t_env)
         log.plot()  # the learning-curve PNG stays current during the run
         if cfg.checkpoint.save_best:
             metric = test["test_win_rate"] if self._has_battles() else test["test_return_mean"]

@@ -43,8 +43,7 @@ def test_jsonl_records_and_curves_png(tmp_path: Path, capsys: pytest.CaptureFixt
         assert im.format == "PNG" and im.size[0] > 500 and im.size[1] > 200
         pixels = np.asarray(im.convert("RGB")).reshape(-1, 3)
         assert len(np.unique(pixels, axis=0)) > 10  # something was drawn
-    out = capsys.readouterr().out
-    assert "t_env        200  battle_won_mean 0  return_mean 1" in out
+    assert capsys.readouterr().out == ""  # scalars alone print nothing: one line per interval, tables at test
     with pytest.raises(RuntimeError, match="closed"):
         lg.log("x", 1.0, 1)
     assert lg.close() is None  # idempotent
@@ -88,16 +87,47 @@ def test_progress_plain_lines_when_not_a_tty() -> None:
     assert out.splitlines()[0].endswith("- sps | ETA ?")
 
 
-def test_progress_redraws_in_place_on_a_tty() -> None:
+def test_tty_lines_print_above_a_live_bar() -> None:
     buf = io.StringIO()
     con = Console(t_max=100, stream=buf, tty=True)
+    con.advance(5)
     con.progress(10, 1, {}, {}, now=0.0)
     con.progress(20, 2, {}, {}, now=1.0)
-    con.scalars(20, {"loss": 0.5})
+    con.advance(35)
+    con.table(20, {"loss": 0.5, "test_battle_won_mean": 0.25})
+    assert con._bar is not None and con._bar.n == 35  # the bar followed t_env between intervals
     con.close()
     out = buf.getvalue()
-    assert out.count("\r") == 2 and out.endswith("t_env         20  loss 0.5\n")
-    assert "ETA 8s" in out  # 10 steps/s, 80 left
+    lines = [ln for ln in out.replace("\r", "\n").splitlines() if ln.strip()]
+    interval = [ln for ln in lines if ln.startswith(" 20.0% | t 20/100")]
+    assert len(interval) == 1 and "ETA 8s" in interval[0]  # 10 steps/s, 80 left
+    assert "  loss                  0.5" in lines and "  test_battle_won_mean  0.25" in lines
+    assert any("|" in ln and "/100 [" in ln for ln in lines)  # tqdm drew its bar (redraws are throttled)
+
+
+def test_no_bar_when_disabled_or_not_a_tty() -> None:
+    for tty, bar in ((True, False), (False, True)):
+        buf = io.StringIO()
+        con = Console(t_max=100, stream=buf, tty=tty, bar=bar)
+        con.advance(50)
+        assert buf.getvalue() == ""
+        con.progress(60, 3, {}, {}, now=0.0)
+        con.close()
+        assert buf.getvalue().count("\n") == 1 and "\r" not in buf.getvalue()
+
+
+def test_logger_prints_the_full_table_on_request(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lg = Logger(tmp_path, None, t_max=1000, mindinsight=False)
+    lg.log("return_mean", 7.5, 100)
+    lg.log("test_battle_won_mean", 0.4, 100)
+    lg.print_table(100)
+    lg.close(plot=False)
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        "-- t_env 100 ----------------",
+        "  return_mean           7.5",
+        "  test_battle_won_mean  0.4",
+    ]
 
 
 def test_logger_progress_uses_latest_logged_values(

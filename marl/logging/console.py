@@ -1,7 +1,9 @@
-"""Console sink: grouped scalar lines and a compact one-line progress report with ETA.
+"""Console sink: one readable line per log interval, a live progress bar between intervals (tqdm), and
+the full table of scalars at test time.
 
-On a terminal the progress line is redrawn in place (carriage return); anywhere else (CI logs, files,
-pipes) every report is one plain line, so logs never fill with carriage-return spam.
+On a terminal a tqdm bar at the bottom advances with every rollout (percentage, steps, steps/s, ETA) and the
+interval lines and tables are printed above it; anywhere else (CI logs, files, pipes) there is no bar and
+every report is one plain line, so logs never fill with carriage-return spam.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import sys
 import time
 from collections.abc import Mapping
 from typing import Any, TextIO
+
+from tqdm import tqdm
 
 # Progress fields: label -> the logged keys it is read from, first found wins.
 PROGRESS_FIELDS: tuple[tuple[str, tuple[str, ...], str], ...] = (
@@ -47,29 +51,44 @@ def format_value(value: float) -> str:
 
 
 class Console:
-    """Prints grouped scalars and progress reports to ``stream`` (default stdout)."""
+    """Interval lines, test-time tables and (on a terminal, unless ``bar=False``) a live progress bar."""
 
-    def __init__(self, t_max: int, stream: TextIO | None = None, tty: bool | None = None) -> None:
+    def __init__(
+        self, t_max: int, stream: TextIO | None = None, tty: bool | None = None, bar: bool = True
+    ) -> None:
         self.t_max = max(int(t_max), 1)
         self.stream = stream if stream is not None else sys.stdout
         self.tty = self.stream.isatty() if tty is None else tty
-        self._open_line = False  # a progress line is drawn on a TTY without a newline yet
+        self._bar: tqdm | None = None
+        if self.tty and bar:
+            self._bar = tqdm(
+                total=self.t_max, file=self.stream, unit="step", unit_scale=True, dynamic_ncols=True,
+                leave=False, bar_format="{percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} "
+                "[{elapsed}<{remaining}, {rate_fmt}]",
+            )  # fmt: skip
         self._t0: float | None = None  # wall time and t_env of the first progress report
         self._t_env0 = 0
         self._last: tuple[float, int] | None = None
 
     def _write(self, line: str) -> None:
-        if self._open_line:
-            self.stream.write("\n")
-            self._open_line = False
-        self.stream.write(line + "\n")
-        self.stream.flush()
+        if self._bar is not None:
+            self._bar.write(line, file=self.stream)  # printed above the bar, which is redrawn below
+        else:
+            self.stream.write(line + "\n")
+            self.stream.flush()
 
-    def scalars(self, t: int, values: Mapping[str, float]) -> None:
-        """One line with every scalar logged at env step ``t``."""
-        if values:
-            body = "  ".join(f"{k} {format_value(v)}" for k, v in sorted(values.items()))
-            self._write(f"t_env {t:>10,}  {body}")
+    def advance(self, t_env: int) -> None:
+        """Move the live bar to ``t_env`` (called after every rollout; nothing without a bar)."""
+        if self._bar is not None and t_env > self._bar.n:
+            self._bar.update(min(t_env, self.t_max) - self._bar.n)
+
+    def table(self, t: int, values: Mapping[str, float]) -> None:
+        """Every scalar (latest value) as an aligned two-column table headed by the env step."""
+        if not values:
+            return
+        width = max(len(k) for k in values)
+        rows = [f"  {k:<{width}}  {format_value(v)}" for k, v in sorted(values.items())]
+        self._write("\n".join([f"-- t_env {t:,} " + "-" * max(0, width - 4)] + rows))
 
     def progress(
         self,
@@ -79,7 +98,7 @@ class Console:
         extra: Mapping[str, Any],
         now: float | None = None,
     ) -> str:
-        """Print (and return) the progress line; ``extra`` wins over the latest logged values."""
+        """Print (and return) the interval line; ``extra`` wins over the latest logged values."""
         now = time.monotonic() if now is None else now
         if self._t0 is None:
             self._t0, self._t_env0 = now, t_env
@@ -90,10 +109,12 @@ class Console:
             recent = (t_env - self._last[1]) / (now - self._last[0])
             sps = recent if not math.isfinite(sps) else 0.5 * (sps + recent)
         self._last = (now, t_env)
+        merged = {**latest, **extra}
+        if not math.isfinite(sps) and merged.get("steps_per_sec"):  # the first line: the trainer's own rate
+            sps = float(merged["steps_per_sec"])
         eta = (self.t_max - t_env) / sps if math.isfinite(sps) and sps > 0 else float("nan")
         pct = 100.0 * min(t_env, self.t_max) / self.t_max
         parts = [f"{pct:5.1f}%", f"t {t_env:,}/{self.t_max:,}", f"ep {episode:,}"]
-        merged = {**latest, **extra}
         for label, keys, fmt in PROGRESS_FIELDS:
             key = next((k for k in keys if k in merged), None)
             if key is not None and merged[key] is not None:
@@ -101,17 +122,12 @@ class Console:
         parts.append(f"{sps:,.0f} sps" if math.isfinite(sps) else "- sps")
         parts.append(f"ETA {format_duration(eta)}")
         line = " | ".join(parts)
-        if self.tty:
-            self.stream.write("\r" + line + "\x1b[K")
-            self.stream.flush()
-            self._open_line = True
-        else:
-            self._write(line)
+        self.advance(t_env)
+        self._write(line)
         return line
 
     def close(self) -> None:
-        """End an open progress line."""
-        if self._open_line:
-            self.stream.write("\n")
-            self.stream.flush()
-            self._open_line = False
+        """Remove the live bar (the printed lines stay)."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

@@ -42,6 +42,7 @@ class Logger:
         t_max: int,
         console: bool = True,
         mindinsight: bool = True,
+        progress_bar: bool = True,
         summary_dir: str | Path | None = None,
         rewind_to: int | None = None,
     ) -> None:
@@ -51,9 +52,7 @@ class Logger:
         self.t_max = int(t_max)
         self.latest: dict[str, float] = {}
         self._jsonl = open(self.run_dir / LOG_FILE, "a", encoding="utf-8")  # closed in close()
-        self._console = Console(self.t_max) if console else None
-        self._pending_t: int | None = None  # console: scalars of one t are printed together
-        self._pending: dict[str, float] = {}
+        self._console = Console(self.t_max, bar=progress_bar) if console else None
         self._summary = SummarySink(summary_dir or self.run_dir) if mindinsight else None
         if self._summary is not None:  # a resumed run's fresh event file holds the kept history too
             for rec in kept:
@@ -84,11 +83,6 @@ class Logger:
         self._write_json(record)
         if self._summary is not None:
             self._summary.scalar(key, value, t)
-        if self._console is not None:
-            if self._pending_t is not None and t != self._pending_t:
-                self._flush_console()
-            self._pending_t = t
-            self._pending[key] = value
 
     def log_histogram(self, key: str, values: np.ndarray, t: int) -> None:
         """Log the distribution of ``values`` (MindInsight histogram; summary statistics in JSONL)."""
@@ -114,23 +108,27 @@ class Logger:
         if self._summary is not None:
             self._summary.text(key, str(text))
 
+    def advance(self, t_env: int) -> None:
+        """Move the console's live progress bar to ``t_env`` (between interval lines)."""
+        if self._console is not None:
+            self._console.advance(int(t_env))
+
     def print_progress(self, t_env: int, episode: int, extra: dict[str, Any] | None = None) -> str:
-        """Print the one-line progress report (t_env/t_max, episodes, return, win rates, ε, loss, sps, ETA).
+        """Print the interval line (t_env/t_max, episodes, return, win rates, ε, loss, sps, ETA).
 
         Values missing from ``extra`` are taken from the latest logged scalars. Returns the line.
         """
         self._check_open()
         if self._console is None:
             return ""
-        self._flush_console()
         clean = {k: v for k, v in (extra or {}).items() if v is not None and not _nan(v)}
         return self._console.progress(int(t_env), int(episode), self.latest, clean)
 
-    def _flush_console(self) -> None:
-        if self._console is not None and self._pending:
-            self._console.scalars(self._pending_t or 0, self._pending)
-        self._pending = {}
-        self._pending_t = None
+    def print_table(self, t_env: int) -> None:
+        """Print every scalar's latest value as one table (the trainer calls it at test time)."""
+        self._check_open()
+        if self._console is not None:
+            self._console.table(int(t_env), self.latest)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -146,7 +144,6 @@ class Logger:
         """Flush and close every sink, then write ``curves.png``; returns the PNG path (idempotent)."""
         if self._closed:
             return None
-        self._flush_console()
         if self._console is not None:
             self._console.close()
         if self._summary is not None:

@@ -29,22 +29,29 @@ class BatchedStarCraft2Env:
 
     Arrays have a leading env axis E. ``smac_flags`` are SMAC's options (:class:`SmacOptions`). Arrays
     returned by the getters belong to the env: a later masked step may overwrite their stepped rows.
+    ``threads`` spreads the envs over that many cores (0 = all; ``marl/envs/smac/threads.py``); results do
+    not depend on it.
     """
 
     def __init__(
-        self, map_name: str = "8m", n_envs: int = 1, seed: int | None = None, **smac_flags: Any
+        self,
+        map_name: str = "8m",
+        n_envs: int = 1,
+        seed: int | None = None,
+        threads: int = 1,
+        **smac_flags: Any,
     ) -> None:
         if int(n_envs) < 1:
             raise ValueError(f"n_envs must be >= 1, got {n_envs}")
         self.map_name = map_name
         self.spec = load_map(map_name)
         self.opts = SmacOptions.from_flags(**smac_flags)
-        self.features = f = SmacFeatures(self.spec, self.opts)
+        self.features = f = SmacFeatures(self.spec, self.opts, threads=threads)
         self.n_envs = E = int(n_envs)
         self.n_agents, self.n_enemies = n, m = self.spec.n_agents, self.spec.n_enemies
         self.n_actions = A = f.n_actions
         self.episode_limit = self.spec.episode_limit
-        self.engine = BatchedSimEngine(self.spec, E, seed)
+        self.engine = BatchedSimEngine(self.spec, E, seed, threads)
         self.max_reward = max_reward(self.spec, self.opts)  # replaced by the engine's maxima at first reset
         self._max_reward_from_table = False
         self.battles_won = np.zeros(E, dtype=np.int64)

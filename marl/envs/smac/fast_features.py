@@ -12,7 +12,7 @@ NumPy's masking multiply leaves -0.0.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 
 @njit(cache=True)
@@ -280,3 +280,31 @@ def reward_end_kernel(
             code[e] = 0
         else:
             code[e] = 2
+
+
+@njit(cache=True, parallel=True)
+def observe_kernel_parallel(
+    chunks, n, pos, health, shield, cooldown, energy, hmax, last_action, steps, shared, avail, obs, state
+):
+    """:func:`observe_kernel` with the envs split into ``chunks`` contiguous chunks run on Numba's threads;
+    ``shared`` is the tuple of map/option arguments (``SmacFeatures._kernel_args``). Same numbers as the
+    serial call."""
+    E = pos.shape[0]
+    for c in prange(chunks):
+        lo, hi = c * E // chunks, (c + 1) * E // chunks
+        h = hmax[lo:hi] if hmax.shape[0] > 1 else hmax
+        observe_kernel(
+            n,
+            pos[lo:hi],
+            health[lo:hi],
+            shield[lo:hi],
+            cooldown[lo:hi],
+            energy[lo:hi],
+            h,
+            last_action[lo:hi],
+            steps[lo:hi],
+            *shared,
+            avail[lo:hi],
+            obs[lo:hi],
+            state[lo:hi],
+        )

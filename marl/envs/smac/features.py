@@ -33,6 +33,7 @@ from marl.envs.smac.options import (
     SmacOptions,
     max_reward,
 )
+from marl.envs.smac.threads import resolve_threads, with_threads
 from marl.envs.smac.types import MapSpec, UnitTable
 
 __all__ = [
@@ -53,9 +54,10 @@ __all__ = [
 class SmacFeatures(NumpyFeatures):
     """Obs/state/avail/reward/end-code of one map under one set of options (stateless per step)."""
 
-    def __init__(self, spec: MapSpec, opts: SmacOptions, compiled: bool = True) -> None:
+    def __init__(self, spec: MapSpec, opts: SmacOptions, compiled: bool = True, threads: int = 1) -> None:
         super().__init__(spec, opts)
         self.compiled = compiled  # observe() through the compiled kernel (else the NumPy methods)
+        self.threads = resolve_threads(threads)  # > 1: the compiled observe() spreads envs over threads
         o = opts
         self._kernel_args = (
             self.ally_medivac,
@@ -98,7 +100,7 @@ class SmacFeatures(NumpyFeatures):
             avail = self.batch_avail(u, geo)
             obs = self.batch_obs(u, avail, last_action, steps, geo)
             return avail, obs, self.batch_state(u, last_action, steps, obs, geo)
-        from marl.envs.smac.fast_features import observe_kernel
+        from marl.envs.smac.fast_features import observe_kernel, observe_kernel_parallel
 
         o, n, E = self.opts, self.n_agents, u.n_envs
         avail = np.zeros((E, n, self.n_actions), dtype=np.int64)
@@ -106,7 +108,7 @@ class SmacFeatures(NumpyFeatures):
         state = np.zeros((E, 0 if o.obs_instead_of_state else self.state_size), dtype=np.float32)
         f64 = np.float64
         hmax = u.health_max.reshape(-1, u.health.shape[1]).astype(f64, copy=False)  # (1 or E, U)
-        observe_kernel(
+        per_env = (
             n,
             u.pos.astype(f64, copy=False),
             u.health.astype(f64, copy=False),
@@ -116,11 +118,12 @@ class SmacFeatures(NumpyFeatures):
             hmax,
             last_action.astype(np.float32, copy=False),
             np.asarray(steps, dtype=np.int64),
-            *self._kernel_args,
-            avail,
-            obs,
-            state,
         )
+        if self.threads > 1 and E > 1:
+            args = (min(self.threads, E), *per_env, self._kernel_args, avail, obs, state)
+            with_threads(self.threads, observe_kernel_parallel, *args)
+        else:
+            observe_kernel(*per_env, *self._kernel_args, avail, obs, state)
         if o.obs_instead_of_state:
             state = obs.reshape(E, self.state_size).copy()
         return avail, obs, state

@@ -30,6 +30,7 @@ from marl.envs.smac.sim.stepper import (
     check_actions,
     sim_reset,
     sim_step,
+    sim_step_parallel,
 )
 from marl.envs.smac.sim.units import (
     AIR,
@@ -47,6 +48,7 @@ from marl.envs.smac.sim.units import (
     SHIELD,
     type_ids,
 )
+from marl.envs.smac.threads import resolve_threads, with_threads
 from marl.envs.smac.types import MapSpec, SideTable, UnitTable
 
 SPAWN_NOISE = 0.25
@@ -182,9 +184,10 @@ class BatchedUnitTable:
 class BatchedSimEngine:
     """``n_envs`` independent copies of one map stepped together by one compiled call."""
 
-    def __init__(self, spec: MapSpec, n_envs: int, seed: int | None = None):
+    def __init__(self, spec: MapSpec, n_envs: int, seed: int | None = None, threads: int = 1):
         if n_envs < 1:
             raise ValueError(f"n_envs must be >= 1, got {n_envs}")
+        self.threads = resolve_threads(threads)
         if spec.enemy_order.kind not in _ORDER_KINDS:
             raise ValueError(
                 f"unknown enemy order kind {spec.enemy_order.kind!r}; allowed: {list(_ORDER_KINDS)}"
@@ -209,7 +212,6 @@ class BatchedSimEngine:
         e, u = n_envs, len(self.utype)
         self.S = np.zeros((e, u, N_STATE))  # see units.S_* for the columns
         self.rng = np.zeros(e, dtype=np.uint64)
-        self._perm = np.zeros(u, dtype=np.int64)
         self.health_max = PROPS[self.utype, 0].copy()
         self.shield_max = PROPS[self.utype, SHIELD].copy()
         self.seed(seed)
@@ -285,25 +287,21 @@ class BatchedSimEngine:
                 f"env {rows[k]} got {sub[k, i]}"
             )
         if idx is None:
-            sim_step(
-                a,
-                self.n_agents,
-                PROPS,
-                self.utype,
-                self.grid,
-                self.nav,
-                self._order,
-                self.S,
-                self.rng,
-                self._perm,
-            )
+            self._sim_step(a, self.S, self.rng)
         elif len(idx):  # the envs are independent: step a compact copy of the chosen ones, write it back
             S, rng = self.S[idx], self.rng[idx]
-            sim_step(
-                sub, self.n_agents, PROPS, self.utype, self.grid, self.nav, self._order, S, rng, self._perm
-            )
+            self._sim_step(sub, S, rng)
             self.S[idx], self.rng[idx] = S, rng
         return self.snapshot()
+
+    def _sim_step(self, actions: np.ndarray, S: np.ndarray, rng: np.ndarray) -> None:
+        """One compiled step of the envs in ``S``: across ``self.threads`` threads when there are several
+        envs, else serially (same results either way)."""
+        args = (actions, self.n_agents, PROPS, self.utype, self.grid, self.nav, self._order, S, rng)
+        if self.threads > 1 and S.shape[0] > 1:
+            with_threads(self.threads, sim_step_parallel, *args)
+        else:
+            sim_step(*args)
 
     def avail_actions(self) -> np.ndarray:
         """SMAC's available actions (n_envs, n_agents, 6 + n_enemies) bool for the current state."""

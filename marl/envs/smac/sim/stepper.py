@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from marl.envs.smac.sim.kernel import (
     AMOVE,
@@ -74,52 +74,75 @@ def check_actions(actions, na, n_act, props, utype):
 
 
 @njit(cache=True)
-def sim_step(actions, na, props, utype, grid, nav, enemy_order, S, rng, perm):
-    """Issue the SMAC actions (E, NA) as orders, then simulate 8 game loops in every env."""
-    n_env, u = S.shape[0], S.shape[1]
+def _step_env(e, actions, na, props, utype, grid, nav, enemy_order, S, rng, buf, idx, perm):
+    """Issue env ``e``'s SMAC actions as orders, then simulate its 8 game loops (scratch: buf, idx, perm)."""
+    u = S.shape[1]
+    for i in range(na):
+        a = actions[e, i]
+        if S[e, i, S_HP] <= 0.0 or a == 0:
+            continue  # no-op keeps the current order
+        if a == 1:
+            S[e, i, S_OK] = IDLE
+        elif a <= 5:
+            S[e, i, S_OK] = MOVE
+            S[e, i, S_OX] = S[e, i, S_X] + MOVE_AMOUNT * _MOVE_DX[a - 1]
+            S[e, i, S_OY] = S[e, i, S_Y] + MOVE_AMOUNT * _MOVE_DY[a - 1]
+        elif props[utype[i], HEALER] > 0:
+            S[e, i, S_OK] = HEAL
+            S[e, i, S_TGT] = a - 6
+        else:
+            S[e, i, S_OK] = ATTACK
+            S[e, i, S_TGT] = na + a - 6
+    if enemy_order == ORDER_GROUP:
+        cx, cy, ok = _ally_centroid(e, na, S)
+        if ok:
+            for k in range(na, u):
+                S[e, k, S_OX] = cx
+                S[e, k, S_OY] = cy
+    for _ in range(LOOPS_PER_STEP):
+        for k in range(u):  # Fisher-Yates: a fresh update order every loop
+            perm[k] = k
+        for k in range(u - 1, 0, -1):
+            j = rand_int(rng, e, k + 1)
+            perm[k], perm[j] = perm[j], perm[k]
+        for k in range(u):
+            i = perm[k]
+            if S[e, i, S_HP] <= 0.0:
+                continue
+            _regen(e, i, props, utype, S)
+            if i < na:
+                _ally_act(e, i, na, props, utype, grid, nav, S, rng)
+            elif props[utype[i], HEALER] > 0:
+                _enemy_healer(e, i, na, props, utype, grid, nav, S)
+            else:
+                _enemy_act(e, i, na, props, utype, grid, nav, S, rng)
+        _push(e, props, utype, grid, S, rng, buf, idx)
+
+
+@njit(cache=True)
+def sim_step(actions, na, props, utype, grid, nav, enemy_order, S, rng):
+    """Issue the SMAC actions (E, NA) as orders, then simulate 8 game loops in every env, one after another.
+
+    The reference for :func:`sim_step_parallel`: the envs share nothing (each has its own random stream
+    ``rng[e]`` and scratch arrays), so both give bit-identical states (tested).
+    """
+    u = S.shape[1]
     buf = np.empty((u, 4))
     idx = np.empty(u, dtype=np.int64)
-    for e in range(n_env):
-        for i in range(na):
-            a = actions[e, i]
-            if S[e, i, S_HP] <= 0.0 or a == 0:
-                continue  # no-op keeps the current order
-            if a == 1:
-                S[e, i, S_OK] = IDLE
-            elif a <= 5:
-                S[e, i, S_OK] = MOVE
-                S[e, i, S_OX] = S[e, i, S_X] + MOVE_AMOUNT * _MOVE_DX[a - 1]
-                S[e, i, S_OY] = S[e, i, S_Y] + MOVE_AMOUNT * _MOVE_DY[a - 1]
-            elif props[utype[i], HEALER] > 0:
-                S[e, i, S_OK] = HEAL
-                S[e, i, S_TGT] = a - 6
-            else:
-                S[e, i, S_OK] = ATTACK
-                S[e, i, S_TGT] = na + a - 6
-        if enemy_order == ORDER_GROUP:
-            cx, cy, ok = _ally_centroid(e, na, S)
-            if ok:
-                for k in range(na, u):
-                    S[e, k, S_OX] = cx
-                    S[e, k, S_OY] = cy
-        for _ in range(LOOPS_PER_STEP):
-            for k in range(u):  # Fisher-Yates: a fresh update order every loop
-                perm[k] = k
-            for k in range(u - 1, 0, -1):
-                j = rand_int(rng, e, k + 1)
-                perm[k], perm[j] = perm[j], perm[k]
-            for k in range(u):
-                i = perm[k]
-                if S[e, i, S_HP] <= 0.0:
-                    continue
-                _regen(e, i, props, utype, S)
-                if i < na:
-                    _ally_act(e, i, na, props, utype, grid, nav, S, rng)
-                elif props[utype[i], HEALER] > 0:
-                    _enemy_healer(e, i, na, props, utype, grid, nav, S)
-                else:
-                    _enemy_act(e, i, na, props, utype, grid, nav, S, rng)
-            _push(e, props, utype, grid, S, rng, buf, idx)
+    perm = np.empty(u, dtype=np.int64)
+    for e in range(S.shape[0]):
+        _step_env(e, actions, na, props, utype, grid, nav, enemy_order, S, rng, buf, idx, perm)
+
+
+@njit(cache=True, parallel=True)
+def sim_step_parallel(actions, na, props, utype, grid, nav, enemy_order, S, rng):
+    """:func:`sim_step` with the envs spread over Numba's threads (``numba.set_num_threads``)."""
+    u = S.shape[1]
+    for e in prange(S.shape[0]):
+        buf = np.empty((u, 4))
+        idx = np.empty(u, dtype=np.int64)
+        perm = np.empty(u, dtype=np.int64)
+        _step_env(e, actions, na, props, utype, grid, nav, enemy_order, S, rng, buf, idx, perm)
 
 
 @njit(cache=True)
