@@ -4,6 +4,8 @@ A checkpoint is a folder ``run_dir/models/<t_env>/`` (and ``models/best/``) hold
 
 * ``arrays.npz`` – every ``np.ndarray`` leaf and every NumPy scalar of the payload, keyed by its path
   (``"agent/fc1.weight"``), read back with ``allow_pickle=False``;
+* ``agent.ckpt``  – (written by the trainer) the acting network's weights as a MindSpore checkpoint, for
+  ``mindspore.load_checkpoint``; not part of the payload (a resume reads ``arrays.npz``);
 * ``meta.json``  – everything else (counters, the config dict, RNG states, ...) as JSON, with tags for
   the values plain JSON cannot hold exactly (tuples, non-finite floats), plus ``_checkpoint``
   bookkeeping: ``t_env``, ``metric``, ``saved_at``, the format version and the SHA-256 of ``arrays.npz``.
@@ -31,6 +33,7 @@ from typing import Any
 import numpy as np
 
 MODELS = "models"
+AGENT_CKPT = "agent.ckpt"  # the acting network in MindSpore's checkpoint format (written by the trainer)
 BEST = "best"
 FORMAT = 2  # 1: the pickle-holding layout of marl 0.1 (refused)
 _TMP_PREFIX = ".tmp-"
@@ -262,22 +265,37 @@ class Checkpointer:
                 else:
                     shutil.rmtree(p, ignore_errors=True)
 
-    def save(self, t_env: int, payload: Mapping[str, Any], metric: float | None = None) -> Path:
-        """Atomically write ``models/<t_env>/``; prune old periodic saves; update ``models/best/``."""
+    def save(
+        self,
+        t_env: int,
+        payload: Mapping[str, Any],
+        metric: float | None = None,
+        exports: Mapping[str, Callable[[Path], None]] | None = None,
+    ) -> Path:
+        """Atomically write ``models/<t_env>/``; prune old periodic saves; update ``models/best/``.
+
+        ``exports`` maps an extra file name to a writer called with its path inside the folder before the
+        folder is moved into place (e.g. ``agent.ckpt``, the agent weights in MindSpore's own format);
+        :func:`load` reads only the payload, so an extra file never changes what a resume restores."""
         if int(t_env) < 0:
             raise ValueError(f"t_env must be >= 0, got {t_env}")
         if metric is not None and not math.isfinite(float(metric)):
             metric = None  # a NaN test score never becomes "best"
         final = self.models / str(int(t_env))
-        self._write_atomic(final, payload, t_env, metric)
+        self._write_atomic(final, payload, t_env, metric, exports)
         self._prune()
         if self.save_best and metric is not None and (self.best_metric is None or metric > self.best_metric):
-            self._write_atomic(self.models / BEST, payload, t_env, float(metric))
+            self._write_atomic(self.models / BEST, payload, t_env, float(metric), exports)
             self.best_metric = float(metric)
         return final
 
     def _write_atomic(
-        self, final: Path, payload: Mapping[str, Any], t_env: int, metric: float | None
+        self,
+        final: Path,
+        payload: Mapping[str, Any],
+        t_env: int,
+        metric: float | None,
+        exports: Mapping[str, Callable[[Path], None]] | None = None,
     ) -> None:
         tmp = self.models / f"{_TMP_PREFIX}{final.name}-{os.getpid()}"
         if tmp.exists():
@@ -285,6 +303,11 @@ class Checkpointer:
         tmp.mkdir()
         try:
             write_checkpoint(tmp, payload, t_env, metric)
+            for name, write in (exports or {}).items():
+                if name in (_ARRAYS, _META) or "/" in name:
+                    raise ValueError(f"export name {name!r} is reserved or not a plain file name")
+                write(tmp / name)
+            _fsync_dir(tmp)
             _replace_dir(tmp, final)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -21,7 +21,7 @@ import numpy as np
 
 from marl import registry
 from marl.buffers import EpisodeBatch, ReplayBuffer, Scheme
-from marl.checkpoint import Checkpointer, latest, load_latest
+from marl.checkpoint import AGENT_CKPT, Checkpointer, latest, load_latest
 from marl.config import Config, config_from_dict, config_to_dict, dump_config
 from marl.envs.base import EnvInfo
 from marl.envs.factory import EnvFactory, make_env_fn, probe_env_info  # noqa: F401 (re-exported)
@@ -184,9 +184,15 @@ class Trainer:
     def save(self, metric: float | None = None) -> Path:
         """Write a checkpoint of everything needed to resume (the replay buffer with
         ``checkpoint.save_buffer``). A failed write (disk full, ...) ends the run with :class:`RunStopped`
-        naming the intact checkpoint that remains (writes are atomic)."""
+        naming the intact checkpoint that remains (writes are atomic). The folder also holds ``agent.ckpt``:
+        the acting network's weights in MindSpore's format (``mindspore.load_checkpoint`` loads it into the
+        ``marl.modules`` network the learner acts with)."""
+        from marl.utils.ms import save_ms_checkpoint
+
+        weights = self.learner.actor_weights()
+        exports = {AGENT_CKPT: lambda path: save_ms_checkpoint(weights, path)}
         try:
-            return self.checkpointer.save(self.t_env, self._payload(), metric)
+            return self.checkpointer.save(self.t_env, self._payload(), metric, exports)
         except OSError as exc:
             raise RunStopped(
                 f"cannot write a checkpoint at t_env={self.t_env} ({exc.strerror or exc}); the newest intact "

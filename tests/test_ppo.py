@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -121,7 +122,7 @@ def _random_batch(info: EnvInfo, b: int, seed: int) -> EpisodeBatch:
 def _loss_inputs(learner: PPOLearner, batch: EpisodeBatch, ratio: float, adv_sign: float) -> list:
     arr = learner._arrays(batch)
     ins = [Tensor(np.ascontiguousarray(arr[k])) for k in ("actor_in", "critic_in", "avail", "actions")]
-    logp, _ = learner._eval(*ins)
+    logp, _, _ = learner._eval(*ins)
     old_logp = Tensor(logp.asnumpy() - math.log(ratio))  # pi / pi_old == ratio everywhere
     shape = logp.shape
     adv = Tensor(np.full(shape, adv_sign, np.float32))
@@ -245,10 +246,15 @@ def test_bad_settings_fail_early(tmp_path):
 
 # ------------------------------------------------------------------------------ through the Trainer
 def test_mappo_rnn_trains_on_fake_env_and_resumes(tmp_path):
-    cfg = _cfg(tmp_path, "mappo", "fake", ("t_max=200", "env.args.episode_limit=6"))
+    cfg = _cfg(
+        tmp_path, "mappo", "fake", ("t_max=200", "env.args.episode_limit=6", "log.histogram_interval=1")
+    )
     trainer = Trainer(cfg)
     run_dir = trainer.run()
     assert trainer.train_steps >= 5
+    records = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
+    hists = {r["key"] for r in records if "hist" in r}  # the same route as the Q histograms to MindInsight
+    assert hists == {"policy_entropy", "advantage", "value"}
     payload = load(latest(run_dir))
     sd = flatten_arrays(payload["arrays"])
     assert sd["value_norm"][2] > 0  # returns were folded into the normaliser
@@ -280,3 +286,21 @@ def test_ippo_continuous_mlp_trains_on_mpe(tmp_path):
     assert cfg.learner.critic == "local"  # ippo's config: each agent's value net sees its own obs
     critic_in = trainer.learner.nets.critic.trainable_params()[0].shape[1]
     assert critic_in == trainer.info.obs_shape + trainer.info.n_agents * int(cfg.agent.obs_agent_id)
+
+
+def test_histograms_are_the_trained_batch_distributions(tmp_path):
+    learner, info = _fake_learner(tmp_path, "learner.batch_size=4", "learner.num_minibatches=1")
+    assert learner.histograms(_random_batch(info, 4, 0)) == {}  # nothing trained yet
+    batch = _random_batch(info, 4, 1)
+    learner.train(batch, 0, 0)
+    hist = learner.histograms(batch)
+    assert set(hist) == {"policy_entropy", "advantage", "value"}
+    n_transitions = 4 * info.episode_limit * info.n_agents  # no episode ends early in the random batch
+    for key, values in hist.items():
+        assert values.shape == (n_transitions,) and np.isfinite(values).all(), key
+    # a categorical over the available actions: 0 <= entropy <= log(number available), not all equal
+    avail = np.asarray(batch["avail_actions"][:, :-1]).reshape(-1, info.n_actions).sum(-1)
+    assert (hist["policy_entropy"] >= -1e-6).all()
+    assert (hist["policy_entropy"] <= np.log(avail) + 1e-5).all() and hist["policy_entropy"].std() > 0
+    assert hist["advantage"].std() > 0  # raw GAE, before normalisation (which would make std exactly 1)
+    assert abs(hist["advantage"].std() - 1.0) > 1e-3

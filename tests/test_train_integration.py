@@ -167,3 +167,30 @@ def test_cli_smoke_on_embedded_3m(tmp_path):
     run_dir = tmp_path / "sm"
     assert _scalar(run_dir, "loss") and _scalar(run_dir, "test_win_rate")
     assert load(latest(run_dir))["meta"]["env_info"]["obs_shape"] == 30
+
+
+def test_checkpoints_export_the_agent_as_a_mindspore_ckpt(tmp_path):
+    from marl.controllers.mac import input_dim
+    from marl.registry import build
+    from marl.utils.ms import ms, params_to_numpy
+
+    cfg = _cfg(tmp_path, "qmix", ("run_name=r",))
+    trainer = Trainer(cfg)
+    run_dir = trainer.run()
+    folder = latest(run_dir)
+    a = cfg.agent
+    fresh = build(
+        "agent",
+        a.name,
+        input_dim=input_dim(trainer.info, a),
+        hidden_dim=a.hidden_dim,
+        n_actions=trainer.info.n_actions,
+    )
+    untrained = params_to_numpy(fresh)
+    loaded = ms.load_checkpoint(str(folder / "agent.ckpt"), net=fresh, strict_load=True)
+    assert sorted(loaded) == sorted(untrained)  # every parameter of the network came from the file
+    saved = flatten_arrays(load(folder)["arrays"])  # the learner state: nets/agent.<param>
+    for name, value in params_to_numpy(fresh).items():
+        np.testing.assert_array_equal(value, saved[f"nets/agent.{name}"])
+        assert not np.array_equal(value, untrained[name]) or value.std() == 0
+    assert (run_dir / "models" / "best" / "agent.ckpt").is_file()

@@ -28,7 +28,6 @@ from marl.config_schema import Config
 from marl.controllers.mac import build_agent_inputs, input_dim
 from marl.controllers.policy_controller import PolicyController
 from marl.envs.base import EnvInfo
-from marl.learners.base import NoHistograms
 from marl.learners.optim import clip_and_apply, make_optimizer
 from marl.learners.returns import RunningMeanStd, gae
 from marl.learners.targets import bucketed_slots, check_time_bucket, transition_mask
@@ -57,7 +56,7 @@ AGENTS = ("rnn", "mlp")
 
 
 @register("learner", "ppo")
-class PPOLearner(NoHistograms):
+class PPOLearner:
     """MAPPO / IPPO / PPO by configuration (see the module docstring for papers and the procedure)."""
 
     on_policy = True
@@ -96,6 +95,7 @@ class PPOLearner(NoHistograms):
         self.optimizer = make_optimizer(lc.optimizer, self.params, lc.lr, lc.optim_alpha, lc.optim_eps)
         self.value_norm = RunningMeanStd()
         self.train_steps = 0
+        self._hist: dict[str, np.ndarray] = {}
         self._eval, self._step = self._make_graphs()
 
     # -------------------------------------------------------------------------------------- graphs
@@ -112,8 +112,8 @@ class PPOLearner(NoHistograms):
 
         def evaluate(actor_in, critic_in, avail, actions):
             out = nets.actor.unroll(actor_in, need_grad=False)
-            logp, _ = dist(out[:, :-1], avail[:, :-1], actions)
-            return logp, nets.critic(critic_in)
+            logp, entropy = dist(out[:, :-1], avail[:, :-1], actions)
+            return logp, entropy, nets.critic(critic_in)
 
         def loss_fn(actor_in, critic_in, avail, actions, old_logp, adv, ret, old_v, mask_BT1):
             logp, entropy = dist(nets.actor.unroll(actor_in)[:, :-1], avail[:, :-1], actions)
@@ -210,13 +210,14 @@ class PPOLearner(NoHistograms):
             k: Tensor.from_numpy(np.ascontiguousarray(arr[k]))
             for k in ("actor_in", "critic_in", "avail", "actions")
         }
-        old_logp, v_raw = (
+        old_logp, entropy, v_raw = (
             x.asnumpy() for x in self._eval(t["actor_in"], t["critic_in"], t["avail"], t["actions"])
         )
         use_norm = lc.value_norm
         values = self.value_norm.denormalize(v_raw) if use_norm else v_raw
         adv, ret = self._targets(arr, values)
         mask = np.broadcast_to(arr["mask"], adv.shape) > 0
+        self._hist = {"policy_entropy": entropy[mask], "advantage": adv[mask], "value": values[:, :-1][mask]}
         old_v = v_raw[:, :-1]  # the critic's own outputs: the value clip bounds how far they move
         if use_norm:  # targets use the statistics including this batch (MAPPO's ValueNorm order)
             self.value_norm.update(ret[mask])
@@ -245,6 +246,12 @@ class PPOLearner(NoHistograms):
         stats = {k: float(v) for k, v in zip(STAT_NAMES, np.mean(outs, axis=0), strict=True)}
         stats["value_target_mean"] = float(self.value_norm.mean) if use_norm else float(ret[mask].mean())
         return stats
+
+    def histograms(self, batch: EpisodeBatch) -> dict[str, np.ndarray]:
+        """Per-transition distributions of the batch the last :meth:`train` used (``batch`` is that batch):
+        the policy's entropy and the critic's value before the update, and the advantages (GAE, or G - V
+        for the policy gradient) before normalisation."""
+        return dict(self._hist)
 
     # ------------------------------------------------------------------------------ weights and state
     def make_controller(self, seed: int) -> PolicyController:

@@ -31,6 +31,7 @@ __all__ = [
     "nn",
     "ops",
     "params_to_numpy",
+    "save_ms_checkpoint",
     "setup",
     "to_tensor",
 ]
@@ -96,6 +97,14 @@ def load_numpy_into(cell: nn.Cell, weights: dict[str, np.ndarray], strict: bool 
         if tuple(arr.shape) != tuple(p.shape):
             raise ValueError(f"shape of {name!r}: got {arr.shape}, the parameter has {tuple(p.shape)}")
         assign_numpy(p, arr)
+
+
+def save_ms_checkpoint(weights: dict[str, np.ndarray], path: str | os.PathLike[str]) -> None:
+    """Write ``weights`` (named as :func:`params_to_numpy` names them) as a MindSpore ``.ckpt`` file, which
+    ``mindspore.load_checkpoint(path, net=cell)`` loads into a freshly built cell of the same class."""
+    ms.save_checkpoint(
+        [{"name": k, "data": Tensor(np.ascontiguousarray(v))} for k, v in weights.items()], str(path)
+    )
 
 
 def assign_numpy(param: Parameter, arr: np.ndarray) -> None:
