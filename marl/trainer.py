@@ -332,8 +332,20 @@ class Trainer:
             log.log(k, v, self.t_env)
         log.print_progress(self.t_env, self.episode, values)
 
+    def _lineage(self) -> None:
+        """Hyper-parameters beside the latest test metrics, for MindInsight's lineage comparison of runs."""
+        cfg, d = self.cfg, config_to_dict(self.cfg)
+        hp: dict[str, Any] = {"alg": cfg.alg, "env": cfg.env.name, "map": cfg.env.map_name, "seed": cfg.seed}
+        for section in ("learner", "agent", "mixer", "exploration"):
+            for k, v in d[section].items():
+                if isinstance(v, (bool, int, float, str)):
+                    hp[k if section == "learner" else f"{section}.{k}"] = v
+        metrics = {k: v for k, v in self.logger.latest.items() if k.startswith("test_")}
+        self.logger.log_lineage(cfg.alg, hp, metrics, self.t_env)
+
     def _finish(self, reason: str) -> None:
         print(f"[run] stopping at t_env={self.t_env}: {reason}")
+        self._lineage()
         try:
             print(f"[run] checkpoint: {self.save()}")
         finally:

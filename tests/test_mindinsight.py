@@ -120,3 +120,42 @@ def test_scalars_round_trip_through_mindinsight(tmp_path: Path) -> None:
         subprocess.run([str(exe), "stop", "--port", str(port)], capture_output=True, timeout=60, env=env)
     with pytest.raises(urllib.error.URLError):
         get_json(port, "train-jobs")
+
+
+@pytest.mark.mindinsight
+def test_runs_are_compared_on_mindinsights_lineage_page(tmp_path: Path) -> None:
+    """Two runs' hyper-parameters and final test metrics, as MindInsight's model-lineage API lists them."""
+    exe = ensure_board_venv()
+    results = tmp_path / "results"
+    for seed, lr, win in ((0, 0.0005, 0.5), (1, 0.001, 0.75)):
+        lg = Logger(results / f"qmix_3m_seed{seed}", None, t_max=1000, console=False, mindinsight=True)
+        lg.log("test_win_rate", win, 1000)
+        hparams = {"alg": "qmix", "map": "3m", "seed": seed, "lr": lr, "batch_size": 32, "optimizer": "adam"}
+        lg.log_lineage("qmix", hparams, {"test_win_rate": win, "test_return_mean": 10 + seed}, 1000)
+        lg.close(plot=False)
+    port = free_port()
+    env = {**os.environ, "PATH": f"{exe.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    start = [str(exe), "start", "--port", str(port), "--summary-base-dir", str(results)]
+    start += ["--workspace", str(tmp_path / "ws"), "--reload-interval", "1"]
+    proc = subprocess.run(start, capture_output=True, text=True, timeout=120, env=env)
+    try:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        url = f"http://127.0.0.1:{port}/v1/mindinsight/lineagemgr/lineages"
+        deadline, rows = time.monotonic() + 60, []
+        while time.monotonic() < deadline and len(rows) < 2:
+            req = urllib.request.Request(url, data=b"{}", method="POST")
+            with urllib.request.urlopen(req, timeout=10) as resp:
+                rows = json.loads(resp.read())["object"]
+            time.sleep(0.5)
+        got = {r["summary_dir"]: r["model_lineage"] for r in rows}
+        assert sorted(got) == ["./qmix_3m_seed0", "./qmix_3m_seed1"]
+        for seed, lr, win in ((0, 0.0005, 0.5), (1, 0.001, 0.75)):
+            row = got[f"./qmix_3m_seed{seed}"]
+            assert row["network"] == "qmix" and row["learning_rate"] == pytest.approx(lr)
+            assert (
+                row["batch_size"] == 32 and row["optimizer"] == "adam" and row["train_dataset_count"] == 1000
+            )
+            assert row["metric"] == {"test_win_rate": win, "test_return_mean": 10 + seed}
+            assert row["user_defined"]["map"] == "3m" and row["user_defined"]["seed"] == seed
+    finally:
+        subprocess.run([str(exe), "stop", "--port", str(port)], capture_output=True, timeout=60, env=env)

@@ -38,6 +38,10 @@ def _records(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
 
 
+def t_env_final(run_dir: Path) -> int:
+    return int(load(latest(run_dir))["meta"]["t_env"])
+
+
 def _scalar(run_dir: Path, key: str) -> list[tuple[int, float]]:
     return [(r["t"], r["value"]) for r in _records(run_dir) if r.get("key") == key]
 
@@ -57,6 +61,10 @@ def test_value_decomposition_algs_train_on_fake_env(tmp_path, alg):
     assert ckpt is not None and (run_dir / "models" / "best").is_dir()
     assert (run_dir / "curves.png").stat().st_size > 1000
     assert load(ckpt)["meta"]["config"]["mixer"]["name"] == {"qmix": "qmix", "vdn": "vdn", "iql": "none"}[alg]
+    lineage = [r for r in _records(run_dir) if r.get("key") == "lineage"]  # MindInsight's run comparison
+    assert len(lineage) == 1 and lineage[0]["network"] == alg and lineage[0]["t"] == t_env_final(run_dir)
+    assert lineage[0]["hparams"]["lr"] == cfg.learner.lr and lineage[0]["hparams"]["map"] == cfg.env.map_name
+    assert lineage[0]["metrics"]["test_win_rate"] == _scalar(run_dir, "test_win_rate")[-1][1]
 
 
 @pytest.mark.slow

@@ -113,6 +113,18 @@ class Logger:
         if self._console is not None:
             self._console.advance(int(t_env))
 
+    def log_lineage(
+        self, network: str, hparams: dict[str, Any], metrics: dict[str, float], train_size: int
+    ) -> None:
+        """The run's hyper-parameters and final metrics for MindInsight's lineage comparison (and JSONL)."""
+        self._check_open()
+        clean = {k: float(v) for k, v in metrics.items() if math.isfinite(float(v))}
+        hp = {k: v if not isinstance(v, float) or math.isfinite(v) else str(v) for k, v in hparams.items()}
+        record = {"t": int(train_size), "key": "lineage", "network": network, "hparams": hp, "metrics": clean}
+        self._write_json(record)
+        if self._summary is not None:
+            self._summary.lineage(network, hp, clean, int(train_size))
+
     def print_progress(self, t_env: int, episode: int, extra: dict[str, Any] | None = None) -> str:
         """Print the interval line (t_env/t_max, episodes, return, win rates, ε, loss, sps, ETA).
 
