@@ -1,6 +1,7 @@
 """PettingZoo MPE (the maintained ``mpe2`` package) as a :class:`MultiAgentEnv`.
 
-Scenarios: simple_spread, simple_reference, simple_speaker_listener (cooperative: every agent is controlled)
+Scenarios: simple (one agent reaching a landmark: a quick sanity task), simple_spread, simple_reference,
+simple_speaker_listener (cooperative: every agent is controlled)
 and simple_tag, simple_adversary (competitive: ``team`` picks the controlled side, the other side is played
 by a fixed heuristic, see :func:`heuristic_actions`). ``map_name`` is the scenario, with or without the
 PettingZoo version suffix (``simple_spread`` or ``simple_spread_v3``).
@@ -35,6 +36,7 @@ from marl.registry import register
 
 # scenario -> (mpe2 module, default controlled team, teams allowed)
 SCENARIOS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "simple": ("simple_v3", "all", ("all",)),
     "simple_spread": ("simple_spread_v3", "all", ("all",)),
     "simple_reference": ("simple_reference_v3", "all", ("all",)),
     "simple_speaker_listener": ("simple_speaker_listener_v4", "all", ("all",)),
