@@ -28,8 +28,8 @@ HARD_FAKE = [
     "env.args.agent_hp=2",
     "env.args.episode_limit=15",
 ]
-# as the measured runs: 8 greedy test episodes (tests share the envs' random streams with training, so this
-# count is part of the seeded trajectory)
+# as the measured runs: 8 greedy test episodes (the count is part of the seeded trajectory: changing it
+# changed the returns measured below)
 QUIET = ["log.mindinsight=false", "log.progress=false", "checkpoint.save_interval=0", "log.test_nepisode=8"]
 
 # learner -> (alg config, env config, overrides, minimum gain of the best later test over the first)
