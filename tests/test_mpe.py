@@ -105,7 +105,7 @@ def test_team_reward_sum_and_mean():
 
 def test_bad_names_list_valid_scenarios():
     assert scenario_name("simple_spread_v3") == "simple_spread"
-    with pytest.raises(ValueError, match="valid: simple_adversary, simple_reference"):
+    with pytest.raises(ValueError, match="valid: simple, simple_adversary, simple_reference"):
         MPEEnv("simple_sprea")
 
 
@@ -116,3 +116,12 @@ def test_seeded_resets_are_reproducible_and_scheme_fits():
     np.testing.assert_array_equal(a.get_state(), b.get_state())
     scheme = Scheme(MPEEnv("simple_spread", continuous_actions=True).env_info())
     assert scheme.fields["actions"].shape == (3, 5) and scheme.fields["actions"].dtype == np.float32
+
+
+def test_simple_is_one_agent_reaching_a_landmark():
+    env = MPEEnv("simple_v3", seed=0, continuous_actions=True)
+    info = env.env_info()
+    assert info.n_agents == 1 and not info.discrete and info.episode_limit == 25
+    env.reset()
+    reward, terminated, _ = env.step(np.full((1, info.n_actions), 0.5, dtype=np.float32))
+    assert reward < 0 and not terminated  # minus the squared distance to the landmark

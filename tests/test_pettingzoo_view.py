@@ -62,7 +62,7 @@ def test_names_spaces_and_reset() -> None:
         assert obs[a]["observation"].shape == (info.obs_shape,)
         np.testing.assert_array_equal(obs[a]["observation"], base.get_obs()[i])
         np.testing.assert_array_equal(obs[a]["action_mask"], base.get_avail_actions()[i])
-        np.testing.assert_array_equal(infos[a]["action_mask"], obs[a]["action_mask"])
+        assert infos[a] == {"battle_won": False, "dead_allies": 0, "dead_enemies": 0, "episode_limit": False}
     assert env.state_space.shape == (info.state_shape,)
     np.testing.assert_array_equal(env.state(), base.get_state())
     assert env.state_space.contains(env.state())
@@ -103,7 +103,7 @@ def test_shared_reward_and_observations_match_the_wrapped_env() -> None:
     assert steps >= 1
 
 
-def test_dead_agents_are_removed_and_only_noop_is_accepted_for_them() -> None:
+def test_dead_agents_are_removed_and_their_actions_ignored() -> None:
     # Every living enemy hits a random agent each step and one hit kills: agents die one by one.
     env = to_pettingzoo(
         FakeSmacEnv(n_agents=4, n_enemies=2, enemy_hp=50, agent_hp=1, enemy_hit_prob=1.0, episode_limit=30)
@@ -114,11 +114,12 @@ def test_dead_agents_are_removed_and_only_noop_is_accepted_for_them() -> None:
     assert len(dead) == 2 and not any(trunc.values())
     assert env.agents == [a for a in env.possible_agents if a not in dead]
     for a in dead:
-        np.testing.assert_array_equal(infos[a]["action_mask"], [1, 0, 0, 0])
+        np.testing.assert_array_equal(obs[a]["action_mask"], [1, 0, 0, 0])
         assert not obs[a]["observation"].any()  # SMAC: a dead agent sees zeros
-    with pytest.raises(ValueError, match="no longer in env.agents"):
-        env.step({**{a: 1 for a in env.agents}, dead[0]: 1})
-    obs, rew, term, trunc, _ = env.step({**{a: 1 for a in env.agents}, dead[0]: 0})  # explicit no-op is fine
+        assert set(infos[a]) == {"battle_won", "dead_allies", "dead_enemies", "episode_limit"}
+    assert infos[dead[0]]["dead_allies"] == 2
+    # as TorchRL does: an action for every possible agent; the removed ones' (even unavailable) are ignored
+    obs, rew, term, trunc, _ = env.step({**{a: 1 for a in env.agents}, dead[0]: 3, dead[1]: 99})
     assert set(rew) == {a for a in env.possible_agents if a not in dead}
     assert all(term.values())  # the last two agents die: a loss is a termination
     assert env.agents == []
@@ -200,7 +201,12 @@ def test_constructor_checks_and_render() -> None:
     with pytest.raises(TypeError, match="MultiAgentEnv"):
         to_pettingzoo(object())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="render_mode"):
-        to_pettingzoo(FakeSmacEnv(), render_mode="human")
+        to_pettingzoo(FakeSmacEnv(), render_mode="ansi")
+    with pytest.raises(ValueError, match="unavailable_action"):
+        to_pettingzoo(FakeSmacEnv(), unavailable_action="ignore")
+    for bad in (0, 11, 2.5, True):
+        with pytest.raises(ValueError, match=r"max_cycles must be an int in \[1, 10\]"):
+            to_pettingzoo(FakeSmacEnv(episode_limit=10), max_cycles=bad)
     with pytest.raises(ValueError, match="noop_action"):
         to_pettingzoo(FakeSmacEnv(), noop_action=9)
     env = to_pettingzoo(_PaintedFake(seed=0), render_mode="rgb_array")

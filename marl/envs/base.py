@@ -118,6 +118,10 @@ class MultiAgentEnv(abc.ABC):
         """Typed :class:`EnvInfo` of this environment."""
         return EnvInfo.from_dict(self.get_env_info())
 
+    def feature_bounds(self) -> dict[str, tuple[float, float]]:
+        """Bounds of every value of ``obs`` and ``state`` (for declared spaces); default: unknown."""
+        return {"obs": (-np.inf, np.inf), "state": (-np.inf, np.inf)}
+
     def close(self) -> None:
         """Release resources."""
 

@@ -8,19 +8,24 @@ Conventions of the view:
 
 * agents are ``"agent_0" .. "agent_{n-1}"``; each observation is a dict
   ``{"observation": float32[obs_shape], "action_mask": int8[n_actions]}`` (PettingZoo's masked-action
-  convention); the mask is also given as ``infos[agent]["action_mask"]``, next to the env's step info
-  (``battle_won``, ``dead_allies``, ...);
+  convention). The observation is the **only** place of the mask;
+* ``infos[agent]`` has the same keys at reset and at every step: ``battle_won``, ``dead_allies``,
+  ``dead_enemies`` and ``episode_limit`` (True only on a time-limit end), from the env's step info;
 * every agent that acted gets the shared team reward;
 * an agent that dies (SMAC: its only available action is the no-op) is terminated and removed from
-  ``agents``; the view then sends the no-op for it. A removed agent may still appear in ``actions`` but
-  only with the no-op;
+  ``agents``; the view sends the no-op for it. Actions given for agents no longer in ``agents`` are
+  ignored (libraries such as TorchRL send one for every possible agent);
 * an episode cut by the time limit truncates every live agent; any other end (win, loss, draw) terminates
   them. A time-limit cut is recognised by SMAC's ``info["episode_limit"]`` or, exactly, by a rise of
   SMAC's ``get_stats()["timeouts"]`` counter; for an env without that counter, by the episode limit
-  being reached without a win (agents that died are terminated either way);
-* an action outside an agent's mask raises ``ValueError``. There is no lenient mode: PettingZoo's
-  ``parallel_api_test`` samples with ``action_space(agent).sample(mask=obs[agent]["action_mask"])``
-  whenever the observation carries an ``"action_mask"``, so it only sends available actions.
+  being reached without a win (agents that died are terminated either way). ``max_cycles=k`` cuts every
+  episode after at most ``k`` steps (a truncation), for ``1 <= k <= episode_limit``;
+* an action outside an agent's mask raises ``ValueError`` with ``unavailable_action="error"`` (the
+  default); with ``"noop"`` it is replaced by the agent's no-op when available, else by its first available
+  action (SMAC's "stop" for a living unit): for tools that sample unmasked actions, such as PettingZoo's
+  ``parallel_seed_test`` and ``max_cycles_test``;
+* spaces carry the env's true bounds (:meth:`MultiAgentEnv.feature_bounds`: SMAC observations in [-1, 1]);
+* ``render_mode="rgb_array"`` returns frames, ``"human"`` shows them in a pygame window.
 """
 
 from __future__ import annotations
@@ -34,15 +39,35 @@ from pettingzoo import ParallelEnv
 
 from marl.envs.base import MultiAgentEnv
 
-RENDER_MODES = ("rgb_array",)
+RENDER_MODES = ("human", "rgb_array")
+UNAVAILABLE_MODES = ("error", "noop")
+# infos keys at reset and every step, with their reset values
+INFO_DEFAULTS: dict[str, Any] = {
+    "battle_won": False,
+    "dead_allies": 0,
+    "dead_enemies": 0,
+    "episode_limit": False,
+}
 
 
 class MultiAgentParallelEnv(ParallelEnv):
     """PettingZoo ``ParallelEnv`` over a SMAC-style :class:`MultiAgentEnv` (see the module docstring)."""
 
-    metadata = {"render_modes": list(RENDER_MODES), "name": "marl_smac_v0", "is_parallelizable": True}
+    metadata = {
+        "render_modes": list(RENDER_MODES),
+        "name": "marl_smac_v0",
+        "is_parallelizable": True,
+        "render_fps": 8,
+    }
 
-    def __init__(self, env: MultiAgentEnv, render_mode: str | None = None, noop_action: int = 0) -> None:
+    def __init__(
+        self,
+        env: MultiAgentEnv,
+        render_mode: str | None = None,
+        noop_action: int = 0,
+        unavailable_action: str = "error",
+        max_cycles: int | None = None,
+    ) -> None:
         if not isinstance(env, MultiAgentEnv):
             raise TypeError(f"to_pettingzoo expects a marl.envs.base.MultiAgentEnv, got {type(env).__name__}")
         if render_mode is not None and render_mode not in RENDER_MODES:
@@ -52,23 +77,38 @@ class MultiAgentParallelEnv(ParallelEnv):
             raise ValueError("to_pettingzoo supports discrete actions only (got EnvInfo.discrete=False)")
         if not 0 <= noop_action < info.n_actions:
             raise ValueError(f"noop_action must be in [0, {info.n_actions}), got {noop_action}")
+        if unavailable_action not in UNAVAILABLE_MODES:
+            raise ValueError(
+                f"unavailable_action must be one of {UNAVAILABLE_MODES}, got {unavailable_action!r}"
+            )
+        limit = info.episode_limit
+        if max_cycles is not None and (
+            isinstance(max_cycles, bool) or not isinstance(max_cycles, int) or not 1 <= max_cycles <= limit
+        ):
+            raise ValueError(
+                f"max_cycles must be an int in [1, {limit}] (the env's episode_limit), got {max_cycles!r}"
+            )
         self.env = env
         self.env_info = info
         self.render_mode = render_mode
         self.noop_action = int(noop_action)
+        self.unavailable_action = unavailable_action
+        self.max_cycles = limit if max_cycles is None else max_cycles
+        self._window: Any = None
         self.possible_agents = [f"agent_{i}" for i in range(info.n_agents)]
         self._index = {a: i for i, a in enumerate(self.possible_agents)}
+        bounds = env.feature_bounds()
         self.observation_spaces = {
             a: spaces.Dict(
                 {
-                    "observation": spaces.Box(-np.inf, np.inf, (info.obs_shape,), np.float32),
+                    "observation": spaces.Box(*bounds["obs"], (info.obs_shape,), np.float32),
                     "action_mask": spaces.MultiBinary(info.n_actions),
                 }
             )
             for a in self.possible_agents
         }
         self.action_spaces = {a: spaces.Discrete(info.n_actions) for a in self.possible_agents}
-        self.state_space = spaces.Box(-np.inf, np.inf, (info.state_shape,), np.float32)
+        self.state_space = spaces.Box(*bounds["state"], (info.state_shape,), np.float32)
         self.agents: list[str] = []
         self._t = 0
         self._episode_over = True
@@ -103,8 +143,7 @@ class MultiAgentParallelEnv(ParallelEnv):
         masks = self._masks()
         self.agents = [a for a in self.possible_agents if not self._is_dead(masks[self._index[a]])]
         obs = self._observations(self.agents, masks)
-        infos = {a: {"action_mask": obs[a]["action_mask"].copy()} for a in self.agents}
-        return obs, infos
+        return obs, {a: dict(INFO_DEFAULTS) for a in self.agents}
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         """Apply one joint action; returns ``(observations, rewards, terminations, truncations, infos)``."""
@@ -116,18 +155,22 @@ class MultiAgentParallelEnv(ParallelEnv):
         acting = list(self.agents)
         masks = self._masks()
         dead = {a for a in acting if self._is_dead(masks[self._index[a]])}
-        timeout = bool(terminated) and self._is_timeout(step_info)
+        cut = self._t >= self.max_cycles and not terminated  # the view's own limit (max_cycles)
+        timeout = cut or (bool(terminated) and self._is_timeout(step_info))
+        terminated = bool(terminated) or cut
         terminations = {a: (bool(terminated) and not timeout) or a in dead for a in acting}
         truncations = {a: timeout and a not in dead for a in acting}
         obs = self._observations(acting, masks)
         rewards = {a: float(reward) for a in acting}
-        infos = {a: {**step_info, "action_mask": obs[a]["action_mask"].copy()} for a in acting}
+        info = {k: type(v)(step_info.get(k, v)) for k, v in INFO_DEFAULTS.items()}
+        info["episode_limit"] = timeout
+        infos = {a: dict(info) for a in acting}
         self.agents = [a for a in acting if not (terminations[a] or truncations[a])]
         self._episode_over = bool(terminated) or not self.agents
         return obs, rewards, terminations, truncations, infos
 
     def _joint_action(self, actions: dict[str, Any]) -> list[int]:
-        """Check ``actions`` against names and masks; fill removed agents with the no-op."""
+        """Check ``actions`` against names and masks (``unavailable_action``); removed agents send no-ops."""
         if not isinstance(actions, dict):
             raise TypeError(f"actions must be a dict agent -> int, got {type(actions).__name__}")
         masks = self._masks()
@@ -138,17 +181,14 @@ class MultiAgentParallelEnv(ParallelEnv):
         joint = [self.noop_action] * self.env_info.n_agents
         for agent, raw in actions.items():
             i = self._index[self._check_agent(agent)]
-            a = _as_action(agent, raw)
             if agent not in live:
-                if a != self.noop_action:
-                    raise ValueError(
-                        f"{agent} is no longer in env.agents; it may only send the no-op "
-                        f"{self.noop_action}, got {a}"
-                    )
-                continue
+                continue  # a removed agent: whatever it sends, the view sends its no-op
+            a = _as_action(agent, raw)
             if not 0 <= a < self.env_info.n_actions or not masks[i][a]:
-                allowed = np.flatnonzero(masks[i]).tolist()
-                raise ValueError(f"{agent}: action {a} is not available (available actions: {allowed})")
+                if self.unavailable_action == "error":
+                    allowed = np.flatnonzero(masks[i]).tolist()
+                    raise ValueError(f"{agent}: action {a} is not available (available actions: {allowed})")
+                a = self.noop_action if masks[i][self.noop_action] else int(np.flatnonzero(masks[i])[0])
             joint[i] = a
         return joint
 
@@ -195,14 +235,36 @@ class MultiAgentParallelEnv(ParallelEnv):
         return np.asarray(self.env.get_state(), dtype=np.float32)
 
     def render(self) -> np.ndarray | None:
-        """RGB frame of the wrapped env with ``render_mode="rgb_array"``; else ``None`` and a warning."""
+        """``rgb_array``: the wrapped env's RGB frame; ``human``: that frame drawn in a pygame window."""
         if self.render_mode is None:
             gymnasium.logger.warn("render() called with render_mode=None; pass render_mode='rgb_array'")
             return None
-        return self.env.render(mode=self.render_mode)
+        frame = self.env.render(mode="rgb_array")
+        if self.render_mode == "rgb_array":
+            return frame
+        self._show(frame)
+        return None
+
+    def _show(self, frame: np.ndarray) -> None:
+        """Draw ``frame`` (H, W, 3) uint8 in this view's pygame window (opened on first use)."""
+        import pygame  # pygame-ce, a dependency of mpe2
+
+        if self._window is None:
+            pygame.init()
+            pygame.display.set_caption(f"marl: {self.metadata['name']}")
+            self._window = pygame.display.set_mode((frame.shape[1], frame.shape[0]))
+        pygame.event.pump()  # keeps the window responsive
+        surface = pygame.surfarray.make_surface(np.ascontiguousarray(frame.transpose(1, 0, 2)))
+        self._window.blit(surface, (0, 0))
+        pygame.display.flip()
 
     def close(self) -> None:
-        """Close the wrapped environment."""
+        """Close the wrapped environment (and the window of ``render_mode="human"``)."""
+        if self._window is not None:
+            import pygame
+
+            pygame.display.quit()
+            self._window = None
         self.env.close()
 
 
@@ -215,14 +277,26 @@ def _as_action(agent: str, raw: Any) -> int:
 
 
 def to_pettingzoo(
-    env: MultiAgentEnv, render_mode: str | None = None, noop_action: int = 0
+    env: MultiAgentEnv,
+    render_mode: str | None = None,
+    noop_action: int = 0,
+    unavailable_action: str = "error",
+    max_cycles: int | None = None,
 ) -> MultiAgentParallelEnv:
     """Wrap a SMAC-style ``MultiAgentEnv`` as a PettingZoo ``ParallelEnv`` (see the module docstring)."""
-    return MultiAgentParallelEnv(env, render_mode=render_mode, noop_action=noop_action)
+    return MultiAgentParallelEnv(env, render_mode, noop_action, unavailable_action, max_cycles)
 
 
-def pettingzoo_env(map_name: str, render_mode: str | None = None, **kwargs: Any) -> MultiAgentParallelEnv:
-    """``StarCraft2Env(map_name, **kwargs)`` (the embedded SMAC engine) as a PettingZoo ``ParallelEnv``."""
+def pettingzoo_env(
+    map_name: str,
+    render_mode: str | None = None,
+    unavailable_action: str = "error",
+    max_cycles: int | None = None,
+    **kwargs: Any,
+) -> MultiAgentParallelEnv:
+    """``StarCraft2Env(map_name, **kwargs)`` (SMAC; the embedded engine unless the game is installed and
+    ``backend`` asks for it) as a PettingZoo ``ParallelEnv``."""
     from marl.envs.smac.env import StarCraft2Env  # lazy; the module, not the package (which imports this one)
 
-    return to_pettingzoo(StarCraft2Env(map_name, **kwargs), render_mode=render_mode)
+    env = StarCraft2Env(map_name, **kwargs)
+    return to_pettingzoo(env, render_mode, 0, unavailable_action, max_cycles)

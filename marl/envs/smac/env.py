@@ -353,6 +353,23 @@ class StarCraft2Env(MultiAgentEnv):
             self._engine.seed(seed)
         return self._seed
 
+    def feature_bounds(self) -> dict[str, tuple[float, float]]:
+        """Observations lie in [-1, 1] (SMAC normalises every feature). So does the state, except an ally's
+        weapon cooldown divided by SMAC's per-type normaliser (``options.MAX_COOLDOWN``), which the engine's
+        cooldowns (``sim/units.py``, plus jitter) can exceed, e.g. 15/10 for a hydralisk; on the real game
+        the cooldown's largest value is not known here, so the state is unbounded above."""
+        if self.backend != "sim":
+            return {"obs": (-1.0, 1.0), "state": (-1.0, np.inf)}
+        from marl.envs.smac.options import DEFAULT_MAX_COOLDOWN, MAX_COOLDOWN
+        from marl.envs.smac.sim.units import CD_JITTER_HI, COOLDOWN, PROPS, type_ids
+
+        cd_max = PROPS[type_ids(self.spec.ally_types), COOLDOWN] + CD_JITTER_HI
+        norm = [MAX_COOLDOWN.get(t, DEFAULT_MAX_COOLDOWN) for t in self.spec.ally_types]
+        types = self.spec.ally_types
+        ratios = [c / m for c, m, t in zip(cd_max, norm, types, strict=True) if t != "medivac"]
+        ratio = max(ratios, default=1.0)
+        return {"obs": (-1.0, 1.0), "state": (-1.0, max(1.0, float(ratio)))}
+
     def render(self, mode: str = "rgb_array") -> np.ndarray:
         """RGB uint8 top-down image of the current moment."""
         if mode != "rgb_array":

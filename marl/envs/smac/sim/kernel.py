@@ -42,6 +42,8 @@ from marl.envs.smac.sim.units import (
     BEAM_HALF_LENGTH,
     BEAM_HALF_WIDTH,
     BIO,
+    CD_JITTER_HI,
+    CD_JITTER_LO,
     COOLDOWN,
     ENERGY_MAX,
     ENERGY_REGEN,
@@ -114,7 +116,9 @@ def _fire(e, a, t, na, props, utype, S, rng):
                     apply_hit(e, a, k, props, utype, S)
         elif S[e, t, S_HP] > 0.0:
             apply_hit(e, a, t, props, utype, S)
-    S[e, a, S_CD] = props[ua, COOLDOWN] + float(rand_int(rng, e, 4) - 1)
+    S[e, a, S_CD] = props[ua, COOLDOWN] + float(
+        rand_int(rng, e, CD_JITTER_HI - CD_JITTER_LO + 1) + CD_JITTER_LO
+    )
 
 
 @njit(cache=True)

@@ -77,6 +77,7 @@ N_STATE = 12
 SPLASH_NONE, SPLASH_LINE, SPLASH_EXPLODE = 0, 1, 2
 
 # constants of the rules (per game loop unless said otherwise)
+CD_JITTER_LO, CD_JITTER_HI = -1, 2  # loops added to a weapon's cooldown each time it fires
 LOOPS_PER_STEP = 8
 SHIELD_REGEN_DELAY = 160.0  # loops without damage before shields regenerate
 SHIELD_REGEN = 2.0 / 16.0
