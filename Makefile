@@ -13,7 +13,7 @@ PORT ?= 8080
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[test,sc2,ray]"
+	$(PY) -m pip install -q -e ".[train,test,sc2,ray]"
 	$(PY) -m pip install -q --no-deps "pysc2==4.0.0"
 	touch $@
 

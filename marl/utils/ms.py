@@ -16,7 +16,13 @@ from typing import Any
 
 os.environ.setdefault("MS_DEV_HOST_BLOCKING_RUN", "1")
 
-import mindspore as ms  # noqa: E402  (the env var above must be set first)
+try:
+    import mindspore as ms  # noqa: E402  (the env var above must be set first)
+except ImportError as exc:  # the engine-only install: `pip install .` without the "train" extra
+    raise ImportError(
+        f"training needs MindSpore ({exc}); this install has the SMAC engine and its views only: "
+        "pip install 'marl[train]' (or `make train` in a clone)"
+    ) from exc
 import numpy as np  # noqa: E402
 from mindspore import Parameter, Tensor, mint, nn, ops  # noqa: E402
 
