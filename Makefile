@@ -7,7 +7,7 @@ MAP ?= 3m
 RESULTS ?= results
 PORT ?= 8080
 
-.PHONY: venv train test test-fast lint bench bench-env board board-env board-stop clean
+.PHONY: venv train test test-fast lint bench bench-env torchrl-env board board-env board-stop clean
 
 # The virtual environment is (re)built whenever pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml
@@ -43,6 +43,16 @@ $(BENCH_VENV)/.installed:
 	touch $@
 
 bench-env: venv $(BENCH_VENV)/.installed
+
+# TorchRL (torch 2.13 CPU) with this package's engine-only install (no MindSpore), for benchmarks/torchrl_mappo.py.
+TORCHRL_VENV ?= .venv-torchrl
+$(TORCHRL_VENV)/.installed: pyproject.toml
+	test -x $(TORCHRL_VENV)/bin/python || $(PYTHON) -m venv $(TORCHRL_VENV)
+	$(TORCHRL_VENV)/bin/python -m pip install -q --upgrade pip
+	$(TORCHRL_VENV)/bin/python -m pip install -q "torch==2.13.0" "torchrl==0.14.1" -e .
+	touch $@
+
+torchrl-env: $(TORCHRL_VENV)/.installed
 
 bench: bench-env
 	$(PY) -m pip install -q -e ".[bench]"
