@@ -59,6 +59,8 @@ bench: bench-env
 	$(PY) benchmarks/learner_step.py
 	$(PY) benchmarks/sim_throughput.py
 	$(PY) benchmarks/fidelity.py
+	$(MAKE) torchrl-env
+	$(TORCHRL_VENV)/bin/python benchmarks/torchrl_mappo.py --map 3m --frames 400000 --budget-s 1200
 
 # MindInsight 2.3.1 pins protobuf 3.20, which breaks mindspore 2.10: it lives in its own venv.
 $(BOARD_VENV)/.installed:
