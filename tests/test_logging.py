@@ -105,6 +105,14 @@ def test_tty_lines_print_above_a_live_bar() -> None:
     assert any("|" in ln and "/100 [" in ln for ln in lines)  # tqdm drew its bar (redraws are throttled)
 
 
+def test_a_resumed_runs_bar_starts_where_the_run_stands() -> None:
+    con = Console(t_max=1000, stream=io.StringIO(), tty=True, start=600)
+    assert con._bar is not None and con._bar.n == 600
+    con.advance(650)
+    assert con._bar.n == 650
+    con.close()
+
+
 def test_no_bar_when_disabled_or_not_a_tty() -> None:
     for tty, bar in ((True, False), (False, True)):
         buf = io.StringIO()

@@ -51,21 +51,33 @@ def format_value(value: float) -> str:
 
 
 class Console:
-    """Interval lines, test-time tables and (on a terminal, unless ``bar=False``) a live progress bar."""
+    """Interval lines, test-time tables and (on a terminal, unless ``bar=False``) a live progress bar that
+    starts at ``start`` (a resumed run's env step, so its rate and ETA count only this process's steps)."""
 
     def __init__(
-        self, t_max: int, stream: TextIO | None = None, tty: bool | None = None, bar: bool = True
+        self,
+        t_max: int,
+        stream: TextIO | None = None,
+        tty: bool | None = None,
+        bar: bool = True,
+        start: int = 0,
     ) -> None:
         self.t_max = max(int(t_max), 1)
         self.stream = stream if stream is not None else sys.stdout
         self.tty = self.stream.isatty() if tty is None else tty
         self._bar: tqdm | None = None
         if self.tty and bar:
+            fmt = "{percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}]"
             self._bar = tqdm(
-                total=self.t_max, file=self.stream, unit="step", unit_scale=True, dynamic_ncols=True,
-                leave=False, bar_format="{percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} "
-                "[{elapsed}<{remaining}, {rate_fmt}]",
-            )  # fmt: skip
+                total=self.t_max,
+                initial=min(int(start), self.t_max),
+                file=self.stream,
+                unit="step",
+                unit_scale=True,
+                dynamic_ncols=True,
+                leave=False,
+                bar_format=fmt,
+            )
         self._t0: float | None = None  # wall time and t_env of the first progress report
         self._t_env0 = 0
         self._last: tuple[float, int] | None = None

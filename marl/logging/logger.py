@@ -52,7 +52,8 @@ class Logger:
         self.t_max = int(t_max)
         self.latest: dict[str, float] = {}
         self._jsonl = open(self.run_dir / LOG_FILE, "a", encoding="utf-8")  # closed in close()
-        self._console = Console(self.t_max, bar=progress_bar) if console else None
+        start = rewind_to or 0  # a resumed run's bar starts where the run stands
+        self._console = Console(self.t_max, bar=progress_bar, start=start) if console else None
         self._summary = SummarySink(summary_dir or self.run_dir) if mindinsight else None
         if self._summary is not None:  # a resumed run's fresh event file holds the kept history too
             for rec in kept:
