@@ -188,7 +188,7 @@ class MultiAgentParallelEnv(ParallelEnv):
                 if self.unavailable_action == "error":
                     allowed = np.flatnonzero(masks[i]).tolist()
                     raise ValueError(f"{agent}: action {a} is not available (available actions: {allowed})")
-                a = self.noop_action if masks[i][self.noop_action] else int(np.flatnonzero(masks[i])[0])
+                a = replacement_action(masks[i], self.noop_action)
             joint[i] = a
         return joint
 
@@ -266,6 +266,12 @@ class MultiAgentParallelEnv(ParallelEnv):
             pygame.display.quit()
             self._window = None
         self.env.close()
+
+
+def replacement_action(mask: np.ndarray, noop_action: int = 0) -> int:
+    """What ``unavailable_action="noop"`` sends instead of an unavailable action: the no-op when the mask
+    allows it (a dead SMAC agent), else the first available action ("stop" for a living SMAC unit)."""
+    return int(noop_action) if mask[noop_action] else int(np.flatnonzero(mask)[0])
 
 
 def _as_action(agent: str, raw: Any) -> int:

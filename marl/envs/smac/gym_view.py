@@ -24,11 +24,11 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from marl.envs.pettingzoo_view import UNAVAILABLE_MODES, replacement_action
 from marl.envs.smac.env import StarCraft2Env
 from marl.envs.smac.maps import list_maps
 
 NAMESPACE = "marl"
-UNAVAILABLE_MODES = ("error", "noop")
 
 
 class SmacGymEnv(gymnasium.Env):
@@ -81,7 +81,7 @@ class SmacGymEnv(gymnasium.Env):
             avail = np.asarray(self.smac.get_avail_actions(), dtype=bool)
             for i, a in enumerate(joint):
                 if not 0 <= a < self.n_actions or not avail[i, a]:
-                    joint[i] = 0 if avail[i, 0] else int(np.flatnonzero(avail[i])[0])
+                    joint[i] = replacement_action(avail[i])
         timeouts = self.smac.get_stats()["timeouts"]
         reward, done, info = self.smac.step(joint.tolist())
         cut = self.smac.get_stats()["timeouts"] > timeouts or bool(info.get("episode_limit"))
