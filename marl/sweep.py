@@ -199,9 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cpus-per-run", type=float, default=1.0, help="CPUs reserved per run (default 1)")
     p.add_argument("--metric", default=METRIC, help=f"logged key summarised (default {METRIC})")
     p.add_argument("--threshold", type=float, default=0.95, help="'steps to' threshold (default 0.95)")
-    p.add_argument(
-        "--reps", type=int, default=10_000, help="bootstrap resamples of the report (default 10000)"
-    )
+    p.add_argument("--reps", type=int, default=2_000, help="bootstrap resamples of the report (default 2000)")
     p.add_argument(
         "--no-absolute",
         action="store_true",

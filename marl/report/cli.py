@@ -23,7 +23,7 @@ def write_report(
     out: Path,
     metric: str = "test_win_rate",
     target: float = 0.95,
-    reps: int = 10_000,
+    reps: int = 2_000,
     seed: int = 0,
     title: str = "Report",
     notes: Sequence[str] = (),
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=None, help="where the report goes (default: the first folder)")
     p.add_argument("--metric", default="test_win_rate", help="logged test score (default test_win_rate)")
     p.add_argument("--target", type=float, default=0.95, help="'steps to target' threshold (default 0.95)")
-    p.add_argument("--reps", type=int, default=10_000, help="bootstrap resamples (default 10000)")
+    p.add_argument("--reps", type=int, default=2_000, help="bootstrap resamples (default 2000)")
     p.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed (default 0)")
     p.add_argument("--title", default="Multi-seed report", help="the report's heading")
     p.add_argument(
