@@ -28,7 +28,7 @@ def fake_run(root, alg, task, seed, curve, absolute=None, env="fake"):
     dump_config(cfg, run_dir)
     for i, (t, win) in enumerate(curve):
         log.log("return_mean", 1.0, t)  # a training scalar between test phases
-        for key, value in (("test_return_mean", 10 * win), ("test_win_rate", win), ("test_time_s", 2.0 * i)):
+        for key, value in (("test_return_mean", 10 * win), ("test_win_rate", win), ("time_s", 2.0 * i)):
             log.log(key, value, t)
     log.close(plot=False)
     if absolute is not None:
@@ -63,7 +63,7 @@ def test_run_folder_is_read_as_the_trainer_wrote_it(sweep):
     assert (run.env, run.task, run.alg, run.seed, run.test_nepisode) == ("fake", "m1", "qmix", 1, 4)
     assert run.curve == [(0, 0.0), (100, 0.96), (400, 0.5)] and run.final == 0.5
     assert (run.steps_to, run.budget) == (100, 400)
-    assert run.extra["test_time_s"] == [(0, 0.0), (100, 2.0), (400, 4.0)]
+    assert run.extra["time_s"] == [(0, 0.0), (100, 2.0), (400, 4.0)]
     assert run.absolute["win_rate"] == 0.5
 
 

@@ -21,7 +21,7 @@ from marl.run_folder import LOG_FILE
 
 ABSOLUTE_FILE = "absolute_metric.json"
 ABSOLUTE_FACTOR = 10  # Gorsane et al. (2022): 10x the test episodes of one evaluation
-TIME_KEY = "test_time_s"  # wall-clock since the run's start, logged with every test phase
+TIME_KEY = "time_s"  # wall-clock since the start of the run (its process), logged at every test phase
 RETURN_KEY = "test_return_mean"
 
 
