@@ -6,7 +6,10 @@ once, and a cluster spreads them over its nodes). Every run gets its own folder 
 (``<alg>_<map>_seed<k>/`` with its ``log.jsonl``, checkpoints and curves; its console output goes to
 ``stdout.log`` there). At the end the sweep folder holds ``summary.md`` (per map: mean ± std over seeds
 of the final greedy-test win rate and of the env steps until it first reached 95 %), ``summary.json``
-and ``curves.png``. All configs are resolved (and so checked) before anything is submitted.
+and ``curves.png``, then the multi-seed report of :mod:`marl.report` (``report.md``: IQM and mean with 95 %
+bootstrap CIs, ``marl_eval.json``, profiles and IQM curves); each task re-evaluates its run's best
+checkpoint for the report's absolute metric before it ends. All configs are resolved (and so checked)
+before anything is submitted.
 """
 
 from __future__ import annotations

@@ -50,7 +50,9 @@ def to_marl_eval(runs: Sequence[Run], metric: str = "test_win_rate") -> tuple[di
     notes = []
     for run in sorted(runs, key=lambda r: (r.env, r.task, r.alg, r.seed)):
         if run.absolute is None:
-            notes.append(f"{run.run_dir}: left out of marl-eval JSON (no absolute metric: no checkpoint)")
+            notes.append(
+                f"{run.run_dir}: left out of marl-eval JSON (no absolute metric: no checkpoint, or its evaluation failed)"
+            )
             continue
         steps = _metrics_at(run, with_wins)
         if any(not math.isfinite(s["return"][0]) or not math.isfinite(s["elapsed_time"]) for s in steps):
