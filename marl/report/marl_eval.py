@@ -51,7 +51,7 @@ def to_marl_eval(runs: Sequence[Run], metric: str = "test_win_rate") -> tuple[di
     for run in sorted(runs, key=lambda r: (r.env, r.task, r.alg, r.seed)):
         if run.absolute is None:
             notes.append(
-                f"{run.run_dir}: left out of marl-eval JSON (no absolute metric: no checkpoint, or its evaluation failed)"
+                f"{run.run_dir}: left out of marl-eval JSON (no absolute metric: no checkpoint, or it failed)"
             )
             continue
         steps = _metrics_at(run, with_wins)
