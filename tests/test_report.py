@@ -172,6 +172,15 @@ def test_report_command_writes_every_file(sweep, capsys):
     assert (sweep / "profiles.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "# tiny" in capsys.readouterr().out
     check_marl_eval(json.loads((sweep / "marl_eval.json").read_text()))
+    shown = json.loads((sweep / "report.json").read_text())["runs"]
+    assert {
+        "env": "fake",
+        "task": "m1",
+        "alg": "vdn",
+        "seed": 2,
+        "budget": 400,
+        "run_dir": "vdn_m1_seed2",
+    } in shown
     with pytest.raises(SystemExit) as exc:
         report_main([str(sweep / "missing")])
     assert exc.value.code == 2 and "no such folder" in capsys.readouterr().err

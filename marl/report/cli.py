@@ -41,6 +41,17 @@ def write_report(
         notes += check_marl_eval(data)
         (out / "marl_eval.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
     result["notes"] = notes
+    result["runs"] = [
+        {
+            "env": r.env,
+            "task": r.task,
+            "alg": r.alg,
+            "seed": r.seed,
+            "budget": r.budget,
+            "run_dir": _shown(r.run_dir, out),
+        }
+        for r in runs
+    ]
     written = {"report.json": out / "report.json", "report.md": out / "report.md"}
     if data:
         written["marl_eval.json"] = out / "marl_eval.json"
@@ -64,6 +75,14 @@ def write_report(
     md += ["Figures: " + ", ".join(f"`{n}`" for n in written if n.endswith(".png")), ""]
     written["report.md"].write_text("\n".join(md), encoding="utf-8")
     return written
+
+
+def _shown(path: Path, base: Path) -> str:
+    """``path`` relative to ``base`` when it lies inside it, else as given."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(base).resolve()))
+    except ValueError:
+        return str(path)
 
 
 def build_parser() -> argparse.ArgumentParser:
