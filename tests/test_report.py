@@ -63,7 +63,7 @@ def test_run_folder_is_read_as_the_trainer_wrote_it(sweep):
     assert (run.env, run.task, run.alg, run.seed, run.test_nepisode) == ("fake", "m1", "qmix", 1, 4)
     assert run.curve == [(0, 0.0), (100, 0.96), (400, 0.5)] and run.final == 0.5
     assert (run.steps_to, run.budget) == (100, 400)
-    assert run.extra["time_s"] == [(0, 0.0), (100, 2.0), (400, 4.0)]
+    assert run.extra["test_return_mean"] == [(0, 0.0), (100, 9.6), (400, 5.0)]
     assert run.absolute["win_rate"] == 0.5
 
 
@@ -131,7 +131,7 @@ def test_marl_eval_json_has_its_structure(sweep):
     assert sorted(data["fake"]["m1"]) == ["QMIX", "VDN"]
     run = json.loads(json.dumps(data))["fake"]["m1"]["QMIX"]["seed_1"]  # key order survives JSON
     assert list(run) == ["step_0", "step_1", "step_2", "absolute_metrics"]
-    assert run["step_1"] == {"step_count": 100, "elapsed_time": 2.0, "win_rate": [0.96], "return": [9.6]}
+    assert run["step_1"] == {"step_count": 100, "win_rate": [0.96], "return": [9.6]}
     assert run["absolute_metrics"] == {"win_rate": [0.5], "return": [5.0]}
     assert check_marl_eval(data) == []
     bad = json.loads(json.dumps(data))

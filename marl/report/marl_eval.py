@@ -3,8 +3,7 @@ tools and other libraries' results can be read beside ours.
 
 Layout (facts from marl-eval's README and its JSON logger)::
 
-    {env: {task: {ALGORITHM: {"seed_<k>": {"step_0": {"step_count": int, "elapsed_time": float,
-                                                      "<metric>": [float, ...]},
+    {env: {task: {ALGORITHM: {"seed_<k>": {"step_0": {"step_count": int, "<metric>": [float, ...]},
                                            ...,
                                            "step_<n>": {...},
                                            "absolute_metrics": {"<metric>": [float, ...]}}}}}}
@@ -13,7 +12,9 @@ Task names are lower case and algorithm names upper case (marl-eval's own normal
 list (one element here: each test phase logs its mean); ``absolute_metrics`` must be the last key of a run
 (marl-eval reads the last step as the absolute metric) and holds the best checkpoint re-evaluated over ten
 times the test episodes. marl-eval needs every run of an environment to hold the same number of steps and
-trims to the shortest otherwise: :func:`check_marl_eval` reports that as a warning.
+trims to the shortest otherwise: :func:`check_marl_eval` reports that as a warning. marl-eval's JSON
+logger also writes ``elapsed_time`` into each step, but its data check (``DiagnoseData.check_data``, 0.0.4)
+then finds the steps' metrics differ from the absolute metrics', so it is not written here.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from marl.report.runs import RETURN_KEY, TIME_KEY, Run
+from marl.report.runs import RETURN_KEY, Run
 
 ABSOLUTE = "absolute_metrics"
 STEP_RE = re.compile(r"step_(\d+)$")
@@ -31,10 +32,9 @@ STEP_RE = re.compile(r"step_(\d+)$")
 
 def _metrics_at(run: Run, with_wins: bool) -> list[dict[str, Any]]:
     returns = dict(run.extra.get(RETURN_KEY, []))
-    times = dict(run.extra.get(TIME_KEY, []))
     steps = []
     for t, value in run.curve:
-        step: dict[str, Any] = {"step_count": int(t), "elapsed_time": float(times.get(t, math.nan))}
+        step: dict[str, Any] = {"step_count": int(t)}
         if with_wins:
             step["win_rate"] = [float(value)]
         step["return"] = [float(returns.get(t, math.nan))]
@@ -55,8 +55,8 @@ def to_marl_eval(runs: Sequence[Run], metric: str = "test_win_rate") -> tuple[di
             )
             continue
         steps = _metrics_at(run, with_wins)
-        if any(not math.isfinite(s["return"][0]) or not math.isfinite(s["elapsed_time"]) for s in steps):
-            notes.append(f"{run.run_dir}: left out of marl-eval JSON (a test phase lacks its return or time)")
+        if any(not math.isfinite(s["return"][0]) for s in steps):
+            notes.append(f"{run.run_dir}: left out of marl-eval JSON (a test phase lacks its return)")
             continue
         body: dict[str, Any] = {f"step_{i}": s for i, s in enumerate(steps)}
         absolute: dict[str, Any] = {"return": [float(run.absolute["return_mean"])]}
@@ -102,7 +102,7 @@ def _check_run(where: str, run: Any, errors: list[str]) -> tuple[int, set[str]]:
             errors.append(f"{where}/{key}: step_count must be a non-decreasing int, got {count!r}")
             continue
         last_count = count
-        these = {k for k in step if k not in ("step_count", "elapsed_time")}
+        these = {k for k in step if k != "step_count"}
         if i == 0:
             names = these
         elif these != names:

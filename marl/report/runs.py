@@ -21,7 +21,6 @@ from marl.run_folder import LOG_FILE
 
 ABSOLUTE_FILE = "absolute_metric.json"
 ABSOLUTE_FACTOR = 10  # Gorsane et al. (2022): 10x the test episodes of one evaluation
-TIME_KEY = "time_s"  # wall-clock since the start of the run (its process), logged at every test phase
 RETURN_KEY = "test_return_mean"
 
 
@@ -73,7 +72,7 @@ class Run:
     final: float  # last value of the metric
     steps_to: int | None  # first t_env at or over the target; None: never reached
     budget: int  # last logged t_env (the steps the run covered)
-    extra: dict[str, list[tuple[int, float]]] = field(default_factory=dict)  # RETURN_KEY, TIME_KEY
+    extra: dict[str, list[tuple[int, float]]] = field(default_factory=dict)  # RETURN_KEY
     absolute: dict[str, Any] | None = None  # the cached ABSOLUTE_FILE, when there is one
 
 
@@ -123,7 +122,7 @@ def load_run(run_dir: Path, metric: str, target: float) -> Run:
         final=res.final,
         steps_to=res.steps_to,
         budget=res.curve[-1][0],
-        extra={k: scalars.get(k, []) for k in (RETURN_KEY, TIME_KEY)},
+        extra={k: scalars.get(k, []) for k in (RETURN_KEY,)},
         absolute=absolute,
     )
 
