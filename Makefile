@@ -7,13 +7,13 @@ MAP ?= 3m
 RESULTS ?= results
 PORT ?= 8080
 
-.PHONY: venv train test test-fast lint bench bench-env torchrl-env board board-env board-stop clean
+.PHONY: venv train test test-fast lint tables bench bench-env torchrl-env board board-env board-stop clean
 
 # The virtual environment is (re)built whenever pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e ".[train,test,sc2,ray]"
+	$(PY) -m pip install -q -e ".[train,test,sc2,ray,report]"
 	$(PY) -m pip install -q --no-deps "pysc2==4.0.0"
 	touch $@
 
@@ -33,6 +33,10 @@ test-fast: venv
 lint: venv
 	$(PY) -m ruff check marl scripts tests benchmarks
 	$(PY) -m ruff format --check marl scripts tests benchmarks
+
+# The README's results blocks, regenerated from benchmarks/results/ (tests/test_readme_tables.py checks them).
+tables: venv
+	$(PY) scripts/report.py --readme
 
 # JAX needs numpy 2, MindSpore numpy < 2: JaxMARL's SMAX (the throughput peer) lives in its own venv.
 BENCH_VENV ?= .venv-bench

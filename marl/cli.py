@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
-from marl import registry
 from marl.checkpoint import CheckpointError, load, load_latest, warn_nonfinite
-from marl.config import config_from_dict
 from marl.config_cli import build_arg_parser, config_from_args
-from marl.envs.base import EnvInfo
 from marl.run_folder import RunFolderError
 
 # Bad input of any kind ends in one usage line (exit 2): config keys and values, names the registry does
@@ -50,11 +45,7 @@ def train_main(prog: str, default_alg: str, description: str, argv: Sequence[str
 
 def evaluate_main(argv: Sequence[str] | None = None) -> dict[str, float]:
     """Greedy evaluation of a checkpoint; prints and returns the win rate and mean return."""
-    from marl.buffers import Scheme
-    from marl.runners import RolloutStats
-    from marl.trainer import flatten_arrays, make_env_fn
-    from marl.trainer_state import check_same_env
-    from marl.utils import ms as msu
+    from marl.evaluate import evaluate_payload
 
     p = argparse.ArgumentParser(
         prog="evaluate.py",
@@ -79,54 +70,16 @@ def evaluate_main(argv: Sequence[str] | None = None) -> dict[str, float]:
     except CheckpointError as err:
         p.error(str(err))
     warn_nonfinite(payload)
-    path = Path(payload["_checkpoint"]["path"])
-    cfg = config_from_dict(payload["meta"]["config"])
-    env_changes = {}
-    if args.map_name:
-        env_changes["map_name"] = args.map_name
-    if args.backend:
-        env_changes["backend"] = args.backend
-    cfg = replace(cfg, seed=args.seed, env=replace(cfg.env, **env_changes))
-    msu.setup(threads=cfg.ms_threads)
-    env_fn = make_env_fn(cfg)
-    probe = env_fn(0)
-    info = probe.env_info()
-    probe.close()
     try:
-        check_same_env(EnvInfo.from_dict(payload["meta"]["env_info"]), info, f"evaluate {path}")
-    except ValueError as err:
+        full, replay = evaluate_payload(
+            payload, args.episodes, args.envs, args.seed, args.map_name, args.backend, args.save_replay
+        )
+    except ValueError as err:  # the environment does not fit the checkpoint
         p.error(str(err))
-
-    learner = registry.build("learner", cfg.learner.name, info=info, cfg=cfg)
-    learner.load_state_dict(flatten_arrays(payload["arrays"]))
-    controller = learner.make_controller(seed=args.seed)
-    controller.load_weights(learner.actor_weights())
-    n_envs = min(args.envs, args.episodes)
-    runner = registry.build(
-        "runner",
-        "parallel",
-        env_fn=env_fn,
-        scheme=Scheme(info),
-        controller=controller,
-        batch_size_run=n_envs,
-        batched=not args.save_replay,  # replays come from per-env StarCraft2Envs
-    )
-    stats = RolloutStats()
-    try:
-        for _ in range(math.ceil(args.episodes / n_envs)):
-            _, s = runner.run(t_env=0, test_mode=True)
-            stats.extend(s)
-        replay = runner.call(0, "save_replay") if args.save_replay else None
-    finally:
-        runner.close()
-    n = args.episodes
-    result = {
-        "episodes": n,
-        "win_rate": float(sum(stats.won[:n]) / n),
-        "return_mean": float(sum(stats.returns[:n]) / n),
-        "ep_length_mean": float(sum(stats.lengths[:n]) / n),
-    }
-    print(f"[evaluate] {path} on {cfg.env.map_name} ({cfg.env.backend}): " + json.dumps(result))
+    result = {k: full[k] for k in ("episodes", "win_rate", "return_mean", "ep_length_mean")}
+    cfg = payload["meta"]["config"]["env"]
+    where = f"{args.map_name or cfg['map_name']} ({args.backend or cfg['backend']})"
+    print(f"[evaluate] {payload['_checkpoint']['path']} on {where}: " + json.dumps(result))
     if replay:
         print(f"[evaluate] replay: {replay}")
     return result

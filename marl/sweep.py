@@ -6,7 +6,10 @@ once, and a cluster spreads them over its nodes). Every run gets its own folder 
 (``<alg>_<map>_seed<k>/`` with its ``log.jsonl``, checkpoints and curves; its console output goes to
 ``stdout.log`` there). At the end the sweep folder holds ``summary.md`` (per map: mean ± std over seeds
 of the final greedy-test win rate and of the env steps until it first reached 95 %), ``summary.json``
-and ``curves.png``. All configs are resolved (and so checked) before anything is submitted.
+and ``curves.png``, then the multi-seed report of :mod:`marl.report` (``report.md``: IQM and mean with 95 %
+bootstrap CIs, ``marl_eval.json``, profiles and IQM curves); each task re-evaluates its run's best
+checkpoint for the report's absolute metric before it ends. All configs are resolved (and so checked)
+before anything is submitted.
 """
 
 from __future__ import annotations
@@ -14,58 +17,30 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import time
 import traceback
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from marl.config import config_from_dict, config_to_dict, load_config
-from marl.logging.plots import read_scalars
+from marl.report.runs import RunResult, compute_absolute, summarize_run
 
 METRIC = "test_win_rate"
 
-
-@dataclass
-class RunResult:
-    """One (map, seed) run: its curve of ``metric`` and what the summary needs."""
-
-    map_name: str
-    seed: int
-    run_dir: str
-    curve: list[tuple[int, float]] = field(default_factory=list)
-    final: float = math.nan  # last logged value of the metric
-    steps_to: int | None = None  # first t with metric >= threshold
-    error: str = ""  # non-empty when the run failed
-    started: float = math.nan  # wall-clock (time.time()) start and end of the run's task
-    finished: float = math.nan
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-def summarize_run(
-    map_name: str, seed: int, run_dir: str | Path, metric: str = METRIC, threshold: float = 0.95
-) -> RunResult:
-    """From ``run_dir/log.jsonl``: the metric curve, its last value, the first t at or over ``threshold``."""
-    log = Path(run_dir) / "log.jsonl"
-    curve = read_scalars(log).get(metric, [])
-    curve = [(t, v) for t, v in curve if math.isfinite(v)]
-    res = RunResult(map_name, seed, str(run_dir), curve)
-    if curve:
-        res.final = curve[-1][1]
-        res.steps_to = next((t for t, v in curve if v >= threshold), None)
-    else:
-        res.error = f"no {metric!r} in {log}"
-    return res
+__all__ = ["RunResult", "summarize_run", "summary_markdown", "plot_sweep", "plan", "run_sweep", "sweep_main"]
 
 
 def _run_one(
-    cfg_dict: dict[str, Any], run_dir: str, map_name: str, seed: int, metric: str, threshold: float
+    cfg_dict: dict[str, Any],
+    run_dir: str,
+    map_name: str,
+    seed: int,
+    metric: str,
+    threshold: float,
+    absolute: bool = True,
 ) -> RunResult:
     """Body of one Ray task: train, then summarise (console output to ``run_dir/stdout.log``)."""
     from marl.trainer import Trainer
@@ -75,6 +50,11 @@ def _run_one(
     with open(Path(run_dir) / "stdout.log", "a", encoding="utf-8") as out:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             Trainer(config_from_dict(cfg_dict), run_dir=Path(run_dir)).run()
+            if absolute:  # the best checkpoint over 10x the test episodes, while this task holds its CPUs
+                try:
+                    compute_absolute(Path(run_dir), n_envs=int(cfg_dict["runner"]["batch_size_run"]))
+                except Exception:  # the training run stands; the report names the missing absolute metric
+                    traceback.print_exc()
     res = summarize_run(map_name, seed, run_dir, metric, threshold)
     res.started, res.finished = started, time.time()
     return res
@@ -177,12 +157,14 @@ def run_sweep(
     cpus_per_run: float = 1.0,
     metric: str = METRIC,
     threshold: float = 0.95,
+    absolute: bool = True,
 ) -> list[RunResult]:
-    """Submit every run as a Ray task (Ray must be initialised); a failed run is reported, not fatal."""
+    """Submit every run as a Ray task (Ray must be initialised); a failed run is reported, not fatal.
+    With ``absolute`` each task then evaluates its run's best checkpoint (the report's absolute metric)."""
     import ray
 
     task = ray.remote(_run_one).options(num_cpus=cpus_per_run, max_retries=0)
-    refs = {task.remote(c, str(d), m, s, metric, threshold): (m, s, d) for m, s, d, c in runs}
+    refs = {task.remote(c, str(d), m, s, metric, threshold, absolute): (m, s, d) for m, s, d, c in runs}
     done: dict[Any, RunResult] = {}
     pending = list(refs)
     while pending:
@@ -220,6 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cpus-per-run", type=float, default=1.0, help="CPUs reserved per run (default 1)")
     p.add_argument("--metric", default=METRIC, help=f"logged key summarised (default {METRIC})")
     p.add_argument("--threshold", type=float, default=0.95, help="'steps to' threshold (default 0.95)")
+    p.add_argument("--reps", type=int, default=2_000, help="bootstrap resamples of the report (default 2000)")
+    p.add_argument(
+        "--no-absolute",
+        action="store_true",
+        help="skip re-evaluating each run's best checkpoint (absolute metric)",
+    )
     p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides for every run")
     return p
 
@@ -242,7 +230,7 @@ def sweep_main(argv: Sequence[str] | None = None) -> tuple[Path, list[RunResult]
             f"cluster CPUs: {_ray().cluster_resources().get('CPU', 0):g}",
             flush=True,
         )
-        results = run_sweep(runs, args.cpus_per_run, args.metric, args.threshold)
+        results = run_sweep(runs, args.cpus_per_run, args.metric, args.threshold, not args.no_absolute)
     finally:
         if owns:
             _ray().shutdown()
@@ -253,4 +241,24 @@ def sweep_main(argv: Sequence[str] | None = None) -> tuple[Path, list[RunResult]
     plot_sweep(results, out / "curves.png", args.metric)
     print(table)
     print(f"[sweep] wrote {out / 'summary.md'}, {out / 'summary.json'}, {out / 'curves.png'}")
+    _report(out, title, args.metric, args.threshold, args.reps)
     return out, results
+
+
+def _report(out: Path, title: str, metric: str, threshold: float, reps: int) -> None:
+    """The multi-seed report (``marl.report``: IQM, CIs, marl-eval JSON, profiles) over the sweep folder."""
+    from marl.report.cli import write_report
+    from marl.report.runs import load_runs
+
+    try:
+        import rliable  # noqa: F401  (the report's statistics)
+    except ImportError as err:  # rliable is an extra: the sweep's own summary above still stands
+        print(f"[sweep] no report.md: {err}; install the report extra: pip install -e '.[report]'")
+        return
+    runs, skipped = load_runs([out], metric, threshold, absolute=False)
+    if not runs:
+        print("[sweep] no report.md: no run logged a test phase")
+        return
+    written = write_report(runs, out, metric, threshold, reps, title=title, notes=skipped)
+    print(written["report.md"].read_text(encoding="utf-8"))
+    print("[sweep] wrote " + ", ".join(str(f) for f in written.values()))

@@ -6,7 +6,10 @@
     python scripts/sweep.py --env fake --maps a b --seeds 2 t_max=400      # a quick smoke test
 
 Writes <sweep folder>/summary.md (mean ± std over seeds of the final test win rate and of the env steps
-to 95 %), summary.json and curves.png; each run has its own folder inside. Exits 1 if any run failed.
+to 95 %), summary.json and curves.png, then scripts/report.py's report (report.md with IQM and 95 % CIs,
+marl_eval.json, profiles.png, sample_efficiency.png; needs the report extra); each run has its own folder
+inside, with absolute_metric.json (its best checkpoint over 10x the test episodes; --no-absolute skips it).
+Exits 1 if any run failed.
 """
 
 import sys

@@ -1,6 +1,7 @@
 """The multi-map, multi-seed sweep: summary maths on hand-written logs, and a real 2-map x 2-seed sweep
 of tiny QMIX runs on the fake env as Ray tasks on a local 2-CPU Ray (loopback), started and stopped here."""
 
+import importlib.util
 import json
 import math
 import os
@@ -102,6 +103,20 @@ def test_two_maps_two_seeds_sweep(tmp_path, capsys):
     saved = json.loads((out / "summary.json").read_text())
     assert [(s["map_name"], s["seed"]) for s in saved] == [(r.map_name, r.seed) for r in results]
     assert (out / "curves.png").read_bytes()[:4] == b"\x89PNG"
+    # each task re-evaluated its best checkpoint over 10x test_nepisode (2) episodes: the absolute metric
+    for r in results:
+        absolute = json.loads((out / f"qmix_{r.map_name}_seed{r.seed}" / "absolute_metric.json").read_text())
+        assert absolute["episodes"] == 20 and len(absolute["won"]) == 20 and absolute["checkpoint"] == "best"
+    if importlib.util.find_spec("rliable") is not None:  # the report extra: IQM/CI report and marl-eval JSON
+        from marl.report.marl_eval import check_marl_eval
+
+        data = json.loads((out / "marl_eval.json").read_text())
+        check_marl_eval(data)
+        assert sorted(data["fake"]) == ["m1", "m2"] and sorted(data["fake"]["m1"]["QMIX"]) == [
+            "seed_0",
+            "seed_1",
+        ]
+        assert "| fake | m1 | qmix | 2 (0, 1) |" in (out / "report.md").read_text()
 
 
 def test_bad_override_fails_before_any_run(tmp_path):

@@ -1,0 +1,89 @@
+"""Greedy evaluation of a saved policy: the checkpoint's learner, its environment, ``episodes`` test episodes.
+
+Used by ``scripts/evaluate.py`` and by the report's absolute metric (Gorsane et al. 2022: the best
+checkpoint of a run re-evaluated over ten times the usual number of test episodes).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+from marl import registry
+from marl.buffers import Scheme
+from marl.config import config_from_dict
+from marl.envs.base import EnvInfo
+from marl.envs.factory import make_env_fn
+from marl.runners import RolloutStats
+from marl.trainer_state import check_same_env, flatten_arrays
+
+
+def evaluate_payload(
+    payload: dict[str, Any],
+    episodes: int,
+    n_envs: int = 8,
+    seed: int = 12345,
+    map_name: str | None = None,
+    backend: str | None = None,
+    save_replay: bool = False,
+) -> tuple[dict[str, Any], str | None]:
+    """Play ``episodes`` greedy episodes with a loaded checkpoint (:func:`marl.checkpoint.load`).
+
+    Returns ``({"episodes", "win_rate", "return_mean", "ep_length_mean", "won", "returns"}, replay path or
+    None)``; ``won`` and ``returns`` list every episode. Raises ``ValueError`` when the environment's sizes
+    differ from those the checkpoint was trained on.
+    """
+    from marl.utils import ms as msu
+
+    if episodes < 1 or n_envs < 1:
+        raise ValueError(f"episodes and n_envs must be >= 1, got {episodes} and {n_envs}")
+    cfg = config_from_dict(payload["meta"]["config"])
+    env_changes = {}
+    if map_name:
+        env_changes["map_name"] = map_name
+    if backend:
+        env_changes["backend"] = backend
+    cfg = replace(cfg, seed=seed, env=replace(cfg.env, **env_changes))
+    msu.setup(threads=cfg.ms_threads)
+    env_fn = make_env_fn(cfg)
+    probe = env_fn(0)
+    info = probe.env_info()
+    probe.close()
+    check_same_env(
+        EnvInfo.from_dict(payload["meta"]["env_info"]), info, f"evaluate {payload['_checkpoint']['path']}"
+    )
+
+    learner = registry.build("learner", cfg.learner.name, info=info, cfg=cfg)
+    learner.load_state_dict(flatten_arrays(payload["arrays"]))
+    controller = learner.make_controller(seed=seed)
+    controller.load_weights(learner.actor_weights())
+    n_envs = min(n_envs, episodes)
+    runner = registry.build(
+        "runner",
+        "parallel",
+        env_fn=env_fn,
+        scheme=Scheme(info),
+        controller=controller,
+        batch_size_run=n_envs,
+        batched=not save_replay,  # replays come from per-env StarCraft2Envs
+    )
+    stats = RolloutStats()
+    try:
+        for _ in range(math.ceil(episodes / n_envs)):
+            _, s = runner.run(t_env=0, test_mode=True)
+            stats.extend(s)
+        replay = runner.call(0, "save_replay") if save_replay else None
+    finally:
+        runner.close()
+    won = [bool(w) for w in stats.won[:episodes]]
+    returns = [float(r) for r in stats.returns[:episodes]]
+    result = {
+        "episodes": episodes,
+        "win_rate": sum(won) / episodes,
+        "return_mean": sum(returns) / episodes,
+        "ep_length_mean": float(sum(stats.lengths[:episodes]) / episodes),
+        "won": won,
+        "returns": returns,
+    }
+    return result, replay

@@ -1,0 +1,128 @@
+"""``scripts/report.py``: the multi-seed report over existing run folders, and the README's generated
+results tables (``--readme``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from marl.report.marl_eval import check_marl_eval, to_marl_eval
+from marl.report.plots import plot_profiles, plot_sample_efficiency
+from marl.report.runs import Run, load_runs
+from marl.report.summary import analyse, markdown_tables
+
+FILES = ("report.md", "report.json", "marl_eval.json", "profiles.png", "sample_efficiency.png")
+
+
+def write_report(
+    runs: Sequence[Run],
+    out: Path,
+    metric: str = "test_win_rate",
+    target: float = 0.95,
+    reps: int = 2_000,
+    seed: int = 0,
+    title: str = "Report",
+    notes: Sequence[str] = (),
+) -> dict[str, Path]:
+    """Write the report files (``FILES``) into ``out``; returns them by name (a figure that has nothing
+    to draw, such as profiles without a map shared by every algorithm, is left out)."""
+    if not runs:
+        raise ValueError("no run with a logged test phase to report on")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    result = analyse(runs, metric, target, reps, seed)
+    data, left_out = to_marl_eval(runs, metric)
+    notes = [*notes, *left_out]
+    if data:
+        notes += check_marl_eval(data)
+        (out / "marl_eval.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
+    result["notes"] = notes
+    result["runs"] = [
+        {
+            "env": r.env,
+            "task": r.task,
+            "alg": r.alg,
+            "seed": r.seed,
+            "budget": r.budget,
+            "run_dir": _shown(r.run_dir, out),
+        }
+        for r in runs
+    ]
+    written = {"report.json": out / "report.json", "report.md": out / "report.md"}
+    if data:
+        written["marl_eval.json"] = out / "marl_eval.json"
+    written["report.json"].write_text(json.dumps(result, indent=1), encoding="utf-8")
+    profiles = plot_profiles(runs, out / "profiles.png", metric, min(reps, 2000), seed)
+    if profiles:
+        written["profiles.png"] = profiles
+    written["sample_efficiency.png"] = plot_sample_efficiency(
+        runs, out / "sample_efficiency.png", metric, min(reps, 2000), seed
+    )
+    md = [
+        f"# {title}",
+        "",
+        f"Written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by "
+        "`scripts/report.py` from the run folders listed in `report.json`.",
+        "",
+        markdown_tables(result),
+    ]
+    if notes:
+        md += ["Notes:", "", *[f"- {n}" for n in notes], ""]
+    md += ["Figures: " + ", ".join(f"`{n}`" for n in written if n.endswith(".png")), ""]
+    written["report.md"].write_text("\n".join(md), encoding="utf-8")
+    return written
+
+
+def _shown(path: Path, base: Path) -> str:
+    """``path`` relative to ``base`` when it lies inside it, else as given."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(base).resolve()))
+    except ValueError:
+        return str(path)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="report.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("runs", nargs="*", type=Path, help="run folders, or folders holding them (a sweep folder)")
+    p.add_argument("--out", type=Path, default=None, help="where the report goes (default: the first folder)")
+    p.add_argument("--metric", default="test_win_rate", help="logged test score (default test_win_rate)")
+    p.add_argument("--target", type=float, default=0.95, help="'steps to target' threshold (default 0.95)")
+    p.add_argument("--reps", type=int, default=2_000, help="bootstrap resamples (default 2000)")
+    p.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed (default 0)")
+    p.add_argument("--title", default="Multi-seed report", help="the report's heading")
+    p.add_argument(
+        "--no-absolute",
+        action="store_true",
+        help="do not evaluate best checkpoints for the absolute metric (cached results are still used)",
+    )
+    p.add_argument("--envs", type=int, default=8, help="envs stepped together in that evaluation (default 8)")
+    p.add_argument("--readme", action="store_true", help="regenerate README.md's results blocks and exit")
+    p.add_argument("--check", action="store_true", help="with --readme: only check, exit 1 when out of date")
+    return p
+
+
+def report_main(argv: Sequence[str] | None = None) -> int:
+    """The command line (see :func:`build_parser`); returns the exit code."""
+    p = build_parser()
+    args = p.parse_args(argv)
+    if args.readme:
+        from marl.report.readme import update_readme
+
+        return update_readme(Path.cwd(), check=args.check)
+    if not args.runs:
+        p.error("give run folders (or a sweep folder), or --readme")
+    if args.reps < 100 or args.envs < 1:
+        p.error("--reps must be >= 100 and --envs >= 1")
+    try:
+        runs, skipped = load_runs(list(args.runs), args.metric, args.target, not args.no_absolute, args.envs)
+        out = args.out or args.runs[0]
+        written = write_report(runs, out, args.metric, args.target, args.reps, args.seed, args.title, skipped)
+    except (FileNotFoundError, ValueError) as err:
+        p.error(str(err))
+    print(written["report.md"].read_text(encoding="utf-8"))
+    print("[report] wrote " + ", ".join(str(f) for f in written.values()), file=sys.stderr)
+    return 0

@@ -1,0 +1,154 @@
+"""Per (environment, map, algorithm): IQM and mean of the final greedy test score, of the env steps to the
+target and of the absolute metric, with 95 % CIs; probability of improvement between algorithms; and the
+Markdown tables of a report. Every table says how many seeds it used (the protocol asks for 10)."""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from marl.report import stats
+from marl.report.runs import Run
+
+PROTOCOL_SEEDS = 10  # Gorsane et al. (2022) and Agarwal et al. (2021) ask for at least 10 runs
+
+
+def groups(runs: Sequence[Run]) -> dict[tuple[str, str, str], list[Run]]:
+    """Runs by (env, task, alg), each list sorted by seed, in sorted key order."""
+    out: dict[tuple[str, str, str], list[Run]] = defaultdict(list)
+    for r in runs:
+        out[(r.env, r.task, r.alg)].append(r)
+    return {k: sorted(v, key=lambda r: r.seed) for k, v in sorted(out.items())}
+
+
+def steps_to_target(runs: Sequence[Run]) -> tuple[np.ndarray, int]:
+    """Env steps to the target per run; a run that never reached it counts its budget (a lower bound).
+    Returns the values and how many runs were censored so."""
+    values = [r.steps_to if r.steps_to is not None else r.budget for r in runs]
+    return np.asarray(values, dtype=np.float64), sum(r.steps_to is None for r in runs)
+
+
+def analyse(
+    runs: Sequence[Run], metric: str, target: float, reps: int = 2_000, seed: int = 0
+) -> dict[str, Any]:
+    """Everything a report shows, as plain data (written as ``report.json``)."""
+    rows, poi = [], []
+    by_group = groups(runs)
+    for (env, task, alg), rs in by_group.items():
+        final = np.array([[r.final] for r in rs])
+        steps, censored = steps_to_target(rs)
+        row: dict[str, Any] = {
+            "env": env,
+            "task": task,
+            "alg": alg,
+            "seeds": [r.seed for r in rs],
+            "final": stats.iqm_and_mean({"x": final}, reps, seed)["x"],
+            "steps_to": stats.iqm_and_mean({"x": steps[:, None]}, reps, seed)["x"],
+            "reached": len(rs) - censored,
+            "budget_min": min(r.budget for r in rs),
+        }
+        absolute = [r.absolute for r in rs if r.absolute is not None]
+        row["absolute"] = None
+        if len(absolute) == len(rs):  # only over every run: a subset would be a biased sample
+            score = "win_rate" if metric == "test_win_rate" else "return_mean"
+            vals = np.array([[a[score]] for a in absolute])
+            row["absolute"] = {
+                **stats.iqm_and_mean({"x": vals}, reps, seed)["x"],
+                "episodes": absolute[0]["episodes"],
+            }
+        rows.append(row)
+    tasks: dict[tuple[str, str], dict[str, list[Run]]] = defaultdict(dict)
+    for (env, task, alg), rs in by_group.items():
+        tasks[(env, task)][alg] = rs
+    for (env, task), algs in sorted(tasks.items()):
+        for x, y in itertools.permutations(sorted(algs), 2):
+            fx = np.array([[r.final] for r in algs[x]])
+            fy = np.array([[r.final] for r in algs[y]])
+            poi.append(
+                {
+                    "env": env,
+                    "task": task,
+                    "x": x,
+                    "y": y,
+                    "n_x": len(fx),
+                    "n_y": len(fy),
+                    **stats.probability_of_improvement(fx, fy, reps, seed),
+                }
+            )
+    return {
+        "metric": metric,
+        "target": target,
+        "reps": reps,
+        "ci": stats.CI_SIZE,
+        "bootstrap_seed": seed,
+        "rows": rows,
+        "poi": poi,
+    }
+
+
+def _ci(d: dict[str, float], key: str, fmt: str) -> str:
+    return f"{d[key]:{fmt}} [{d[key + '_lo']:{fmt}}, {d[key + '_hi']:{fmt}}]"
+
+
+def _seeds(seeds: Sequence[int]) -> str:
+    return f"{len(seeds)} ({', '.join(map(str, seeds))})" if len(seeds) <= 5 else str(len(seeds))
+
+
+def markdown_tables(result: dict[str, Any], heading: str = "###") -> str:
+    """The report's tables: per group, then probability of improvement (when two algorithms share a map)."""
+    metric, target = result["metric"], result["target"]
+    all_n = sorted({len(r["seeds"]) for r in result["rows"]})
+    n_text = " or ".join(map(str, all_n))
+    lines = [
+        f"{heading} Final {metric} (greedy test phases) and env steps to {target:g}",
+        "",
+        f"IQM and mean over {n_text} seeds per row (the protocol asks for {PROTOCOL_SEEDS}), each with its "
+        f"95 % stratified bootstrap CI ({result['reps']:,} resamples, rliable). Steps to the target: a run "
+        "that never reached it counts its whole budget, so such a cell (marked ≥) is a lower bound. "
+        "Absolute: the best checkpoint re-evaluated over 10× the test episodes.",
+        "",
+        "| env | map | alg | seeds | final IQM | final mean | steps to target IQM | steps mean | reached "
+        "| absolute IQM | absolute mean |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        censored = r["reached"] < len(r["seeds"])
+        ge = "≥ " if censored else ""
+        a = r["absolute"]
+        abs_iqm = _ci(a, "iqm", ".2f") + f" ({a['episodes']} ep.)" if a else "—"
+        abs_mean = _ci(a, "mean", ".2f") if a else "—"
+        cells = [
+            r["env"],
+            r["task"],
+            r["alg"],
+            _seeds(r["seeds"]),
+            _ci(r["final"], "iqm", ".2f"),
+            _ci(r["final"], "mean", ".2f"),
+            ge + _ci(r["steps_to"], "iqm", ",.0f"),
+            ge + _ci(r["steps_to"], "mean", ",.0f"),
+            f"{r['reached']}/{len(r['seeds'])}",
+            abs_iqm,
+            abs_mean,
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    if result["poi"]:
+        lines += [
+            "",
+            f"{heading} Probability of improvement (final {metric})",
+            "",
+            "P(X > Y): the chance that a run of X ends above a run of Y on the same map (ties count one "
+            "half), with its 95 % CI from independent stratified bootstraps; seeds per side as listed.",
+            "",
+            "| env | map | X | Y | seeds X / Y | P(X > Y) |",
+            "|---|---|---|---|---|---|",
+        ]
+        for p in result["poi"]:
+            lines.append(
+                f"| {p['env']} | {p['task']} | {p['x']} | {p['y']} | {p['n_x']} / {p['n_y']} | "
+                f"{p['p']:.2f} [{p['lo']:.2f}, {p['hi']:.2f}] |"
+            )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,66 @@
+"""README.md's results tables are generated from benchmarks/results/ (``scripts/report.py --readme``):
+the committed README must match what the results files generate, and the generator must follow them."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from marl.report.readme import RESULTS, render, update_readme
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_readme_is_in_sync_with_the_results_files():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert render(readme, ROOT / RESULTS) == readme, "README.md is out of date: run `make tables`"
+
+
+@pytest.fixture
+def repo(tmp_path):
+    shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    shutil.copytree(ROOT / RESULTS, tmp_path / RESULTS)
+    return tmp_path
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, old
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def test_generated_blocks_follow_the_results_files(repo, capsys):
+    results = repo / RESULTS
+    assert update_readme(repo, check=True) == 0
+    _edit(results / "learn_mpe.md", "| 600 s | loaded |", "| 601 s | loaded |")  # a learning row
+    _edit(results / "sim_throughput.md", "| 3m | 64 | 132468 |", "| 3m | 64 | 222280 |")  # a data cell
+    ci = lambda v, lo, hi: {"iqm": v, "iqm_lo": lo, "iqm_hi": hi, "mean": v, "mean_lo": lo, "mean_hi": hi}  # noqa: E731
+    row = {"env": "smac", "task": "3m", "alg": "qmix", "seeds": [0, 1, 2], "reached": 3, "absolute": None}
+    row.update(final=ci(0.97, 0.9, 1.0), steps_to=ci(1e5, 9e4, 2e5))
+    result = {"metric": "test_win_rate", "target": 0.95, "reps": 2000, "ci": 0.95, "rows": [row], "poi": []}
+    (results / "qmix_3m.report.json").write_text(json.dumps(result), encoding="utf-8")
+    assert update_readme(repo, check=True) == 1
+    assert "out of date" in capsys.readouterr().err
+    assert update_readme(repo) == 0
+    readme = (repo / "README.md").read_text(encoding="utf-8")
+    assert "| 601 s | loaded | `learn_mpe.md` |" in readme
+    assert "| 3m | 64 | 222,280 | 90,338 | 43,929 | 3.02× |" in readme
+    assert (
+        "From `qmix_3m.report.json`" in readme
+        and "| smac | 3m | qmix | 3 (0, 1, 2) | 0.97 [0.90, 1.00] |" in readme
+    )
+    assert "No multi-seed results recorded yet." not in readme
+    assert update_readme(repo, check=True) == 0
+
+
+def test_missing_markers_and_tables_are_named(repo):
+    _edit(repo / "README.md", "<!-- END throughput -->", "")
+    with pytest.raises(ValueError, match="lacks the markers of block 'throughput'"):
+        update_readme(repo)
+    shutil.copy(ROOT / "README.md", repo / "README.md")
+    _edit(repo / RESULTS / "learn_mpe.md", "<!-- README learning -->\n|", "<!-- README learning -->\ntext\n|")
+    with pytest.raises(
+        ValueError, match="learn_mpe.md, after <!-- README learning -->: expected a Markdown table"
+    ):
+        update_readme(repo)
