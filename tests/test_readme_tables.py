@@ -34,7 +34,11 @@ def test_generated_blocks_follow_the_results_files(repo, capsys):
     results = repo / RESULTS
     assert update_readme(repo, check=True) == 0
     _edit(results / "learn_mpe.md", "| 600 s | loaded |", "| 601 s | loaded |")  # a learning row
-    _edit(results / "sim_throughput.md", "| 3m | 64 | 132468 |", "| 3m | 64 | 222280 |")  # a data cell
+    row64 = next(
+        ln for ln in (results / "sim_throughput.md").read_text().splitlines() if ln.startswith("| 3m | 64 |")
+    )
+    cells = row64.split(" | ")
+    _edit(results / "sim_throughput.md", row64, " | ".join([*cells[:2], "222280", *cells[3:]]))  # a data cell
     ci = lambda v, lo, hi: {"iqm": v, "iqm_lo": lo, "iqm_hi": hi, "mean": v, "mean_lo": lo, "mean_hi": hi}  # noqa: E731
     row = {"env": "smac", "task": "3m", "alg": "qmix", "seeds": [0, 1, 2], "reached": 3, "absolute": None}
     row.update(final=ci(0.97, 0.9, 1.0), steps_to=ci(1e5, 9e4, 2e5))
@@ -45,7 +49,7 @@ def test_generated_blocks_follow_the_results_files(repo, capsys):
     assert update_readme(repo) == 0
     readme = (repo / "README.md").read_text(encoding="utf-8")
     assert "| 601 s | loaded | `learn_mpe.md` |" in readme
-    assert "| 3m | 64 | 222,280 | 90,338 | 43,929 | 3.02× |" in readme
+    assert "| 3m | 64 | 222,280 |" in readme
     assert (
         "From `qmix_3m.report.json`" in readme
         and "| smac | 3m | qmix | 3 (0, 1, 2) | 0.97 [0.90, 1.00] |" in readme
