@@ -26,7 +26,7 @@ KINDS = ("env", "agent", "mixer", "critic", "learner", "runner")
 _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "env": ("marl.envs.fake", "marl.envs.smac", "marl.envs.mpe", "marl.envs.gym"),
     "agent": ("marl.modules.agents",),
-    "mixer": ("marl.modules.mixers",),
+    "mixer": ("marl.modules.mixers", "marl.modules.qplex"),
     "critic": ("marl.modules.critics",),
     "learner": ("marl.learners",),
     "runner": ("marl.runners",),
