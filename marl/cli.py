@@ -13,7 +13,7 @@ from pathlib import Path
 from marl import registry
 from marl.checkpoint import CheckpointError, load, load_latest, warn_nonfinite
 from marl.config import config_from_dict
-from marl.config_cli import build_arg_parser, config_from_args
+from marl.config.cli import build_arg_parser, config_from_args
 from marl.envs.base import EnvInfo
 from marl.run_folder import RunFolderError
 

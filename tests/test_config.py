@@ -17,7 +17,7 @@ from marl.config import (
     load_saved_config,
     parse_override,
 )
-from marl.config_cli import build_arg_parser, config_from_args
+from marl.config.cli import build_arg_parser, config_from_args
 
 
 def write(path: Path, data: dict) -> None:

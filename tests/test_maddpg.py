@@ -9,7 +9,7 @@ import pytest
 
 from marl.buffers.episode import EpisodeBatch, Scheme
 from marl.config import load_config
-from marl.config_schema import AgentConfig, Config, ExplorationConfig, LearnerConfig
+from marl.config.schema import AgentConfig, Config, ExplorationConfig, LearnerConfig
 from marl.controllers.deterministic_controller import DeterministicController, squash
 from marl.envs.base import EnvInfo
 from marl.learners.dqn_learner import make_target_update

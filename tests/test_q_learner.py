@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from marl.buffers.episode import EpisodeBatch, Scheme
-from marl.config_schema import Config, LearnerConfig, MixerConfig
+from marl.config.schema import Config, LearnerConfig, MixerConfig
 from marl.envs.base import EnvInfo
 from marl.learners import QLearner
 from marl.learners.optim import TorchAdam, TorchRMSProp

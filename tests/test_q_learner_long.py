@@ -10,7 +10,7 @@ import pytest
 from test_q_learner import INFO, cfg, make_batch  # tests/ is on sys.path under pytest
 
 from marl.buffers.episode import EpisodeBatch, Scheme
-from marl.config_schema import AgentConfig, Config, LearnerConfig, MixerConfig
+from marl.config.schema import AgentConfig, Config, LearnerConfig, MixerConfig
 from marl.envs.base import EnvInfo
 from marl.learners import QLearner
 from marl.learners.q_chunked import (

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from marl.buffers import EpisodeBatch, Scheme
-from marl.config_schema import Config
+from marl.config.schema import Config
 from marl.envs.base import MultiAgentEnv
 from marl.envs.factory import EnvFactory
 from marl.envs.vector import Obs, SubprocVectorEnv, SyncVectorEnv

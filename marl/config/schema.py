@@ -1,4 +1,4 @@
-"""Typed, frozen configuration dataclasses (the schema). ``marl/config.py`` loads YAML layers and the
+"""Typed, frozen configuration dataclasses (the schema). ``marl/config/layers.py`` loads YAML layers and the
 command line into these. Defaults follow pymarl2's tuned QMIX settings; nothing an environment knows
 (agents, obs/state sizes, actions, episode limit) appears here: it comes from ``get_env_info()``.
 """

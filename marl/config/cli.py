@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from marl.config import (
+from marl.config.keys import LEAVES, ConfigError, _type_name, parse_override, resolve_key
+from marl.config.layers import (
     CONFIG_DIR,
     _flatten_defaults,
     _Layers,
@@ -19,8 +20,7 @@ from marl.config import (
     load_config,
     load_saved_config,
 )
-from marl.config_keys import LEAVES, ConfigError, _type_name, parse_override, resolve_key
-from marl.config_schema import Config
+from marl.config.schema import Config
 
 __all__ = ["build_arg_parser", "config_from_args"]
 

@@ -1,5 +1,5 @@
 """Layered configuration: YAML files and the command line into the frozen dataclasses of
-:mod:`marl.config_schema`.
+:mod:`marl.config.schema`.
 
 Layers, lowest first::
 
@@ -13,8 +13,8 @@ name and the expected type. Command-line keys may be dotted (``learner.lr=5e-4``
 leaf name (``lr=5e-4``, ``t_max=20000``); dict fields take nested keys (``env.args.reward_sparse=true``).
 
 This module holds the layering, loading and saving. Key resolution and value coercion live in
-:mod:`marl.config_keys` (its public names are re-exported here), the argument-parser helpers used by every
-training script (:func:`build_arg_parser`, :func:`config_from_args`) in :mod:`marl.config_cli`, which
+:mod:`marl.config.keys` (the package re-exports the common names), the argument-parser helpers used by every
+training script (:func:`build_arg_parser`, :func:`config_from_args`) in :mod:`marl.config.cli`, which
 builds on this module.
 """
 
@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from marl.config_keys import (  # re-exported: ``from marl.config import coerce`` etc. keep working
+from marl.config.keys import (
     DICT_FIELDS,
     LEAVES,
     SECTIONS,
@@ -41,9 +41,9 @@ from marl.config_keys import (  # re-exported: ``from marl.config import coerce`
     parse_override,
     resolve_key,
 )
-from marl.config_schema import Config
+from marl.config.schema import Config
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 MAP_ALG_SECTION = "by_alg"  # in configs/maps/<map>.yaml: settings that apply to one algorithm only
 ALG_ENV_SECTION = "by_env"  # in configs/algs/<alg>.yaml: settings that apply in one environment only
 

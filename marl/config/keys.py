@@ -1,7 +1,7 @@
 """The config schema's keys: dotted-key tables, key resolution with nearest-key suggestions, value
 coercion to a field's type, override parsing and range checks.
 
-Everything here reads the dataclasses of :mod:`marl.config_schema` only; the layering that uses it is
+Everything here reads the dataclasses of :mod:`marl.config.schema` only; the layering that uses it is
 :mod:`marl.config` (which re-exports the public names of this module).
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from marl.config_schema import Config
+from marl.config.schema import Config
 
 __all__ = [
     "DICT_FIELDS",
