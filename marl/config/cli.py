@@ -43,7 +43,13 @@ def _help_epilog(config_dir: Path, default_alg: str) -> str:
         defaults = _Layers().values
     width = max(len(k) for k in LEAVES)
     for key, tp in LEAVES.items():
-        lines.append(f"  {key:<{width}}  {_type_name(tp):<14} default {defaults[key]!r}")
+        if key in defaults:  # the learner keys of the default algorithm's learner family
+            lines.append(f"  {key:<{width}}  {_type_name(tp):<14} default {defaults[key]!r}")
+    others = sorted(k for k in LEAVES if k not in defaults)
+    if others:
+        lines.append(
+            "learner keys of other learner families (valid with their algorithms): " + ", ".join(others)
+        )
     return "\n".join(lines)
 
 
