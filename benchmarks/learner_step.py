@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from marl.buffers.episode import EpisodeBatch, Scheme  # noqa: E402
-from marl.config_schema import AgentConfig, Config, ExplorationConfig, LearnerConfig  # noqa: E402
+from marl.config.schema import AgentConfig, Config, ExplorationConfig, LearnerConfig  # noqa: E402
 from marl.controllers import MultiAgentController, build_agent_inputs  # noqa: E402
 from marl.envs.base import EnvInfo  # noqa: E402
 from marl.learners import QLearner  # noqa: E402

@@ -59,7 +59,7 @@ def synthetic_batch(info, b: int, seed: int):  # noqa: ANN001, ANN201
 
 def one(args: argparse.Namespace) -> dict:
     """Run in the child: build a learner, time the first call and the following ones."""
-    from marl.config_schema import Config, LearnerConfig
+    from marl.config.schema import Config, LearnerConfig
     from marl.envs.base import EnvInfo
     from marl.learners import QLearner
     from marl.utils.ms import ms, setup

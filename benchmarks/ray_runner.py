@@ -26,7 +26,7 @@ from typing import Any
 
 from marl import registry
 from marl.buffers import Scheme
-from marl.config_schema import AgentConfig, ExplorationConfig, RayConfig
+from marl.config.schema import AgentConfig, ExplorationConfig, RayConfig
 from marl.controllers import MultiAgentController
 from marl.runners import ParallelRunner
 from marl.runners.episode_runner import _Bound

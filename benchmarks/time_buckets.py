@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from learner_step import INFO_3M, batch_arrays, synthetic_batch, torch_peer  # noqa: E402
 
-from marl.config_schema import Config, LearnerConfig  # noqa: E402
+from marl.config.schema import Config, LearnerConfig  # noqa: E402
 from marl.learners import QLearner  # noqa: E402
 from marl.utils.ms import params_to_numpy, setup  # noqa: E402
 

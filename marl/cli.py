@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from marl.checkpoint import CheckpointError, load, load_latest, warn_nonfinite
-from marl.config_cli import build_arg_parser, config_from_args
+from marl.config.cli import build_arg_parser, config_from_args
 from marl.run_folder import RunFolderError
 
 # Bad input of any kind ends in one usage line (exit 2): config keys and values, names the registry does

@@ -19,14 +19,15 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-KINDS = ("env", "agent", "mixer", "critic", "learner", "runner")
+KINDS = ("env", "batched_env", "agent", "mixer", "critic", "learner", "runner")
 
 # Modules whose import registers the built-in components of each kind (imported lazily, so that
 # importing marl.registry never pulls in MindSpore).
 _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "env": ("marl.envs.fake", "marl.envs.smac", "marl.envs.mpe", "marl.envs.gym"),
+    "batched_env": ("marl.envs.smac.batched_env",),
     "agent": ("marl.modules.agents",),
-    "mixer": ("marl.modules.mixers",),
+    "mixer": ("marl.modules.mixers", "marl.modules.qplex"),
     "critic": ("marl.modules.critics",),
     "learner": ("marl.learners",),
     "runner": ("marl.runners",),

@@ -17,7 +17,8 @@ from marl.config import (
     load_saved_config,
     parse_override,
 )
-from marl.config_cli import build_arg_parser, config_from_args
+from marl.config.cli import build_arg_parser, config_from_args
+from marl.config.schema import LEARNER_CONFIGS, DQNConfig, MADDPGConfig, PPOConfig, QLearnerConfig
 
 
 def write(path: Path, data: dict) -> None:
@@ -217,3 +218,47 @@ def test_gymnasium_id_as_env_means_the_gym_adapter():
     assert (cfg.env.name, cfg.env.map_name) == ("gym", "CartPole-v1")
     with pytest.raises(ConfigError, match="unknown env 'CartPol-v1'"):
         load_config("dqn", env="CartPol-v1")
+
+
+def test_learner_section_holds_only_its_family() -> None:
+    """A run's learner section is its learner's family: config.yaml of QMIX has no ppo_clip, MAPPO's no
+    td_lambda; a key of another family is an error naming the allowed keys, except where a map preset
+    (shared by every algorithm) or a saved config of an older version sets it."""
+    q, ppo, dqn = load_config("qmix"), load_config("mappo"), load_config("dqn")
+    assert (type(q.learner), type(ppo.learner), type(dqn.learner)) == (QLearnerConfig, PPOConfig, DQNConfig)
+    assert "ppo_clip" not in dump_config(q) and "td_lambda:" in dump_config(q)
+    assert "td_lambda" not in dump_config(ppo) and "ppo_clip:" in dump_config(ppo)
+    assert type(load_config("maddpg").learner) is MADDPGConfig
+    with pytest.raises(
+        ConfigError, match=r"learner\.ppo_clip is not read by learner 'q_learner'.*learner\.td_lambda"
+    ):
+        load_config("qmix", overrides=["ppo_clip=0.1"])
+    with pytest.raises(
+        ConfigError, match=r"learner\.td_lambda is not read by learner 'ppo'.*learner\.ppo_clip"
+    ):
+        load_config("mappo", overrides=["learner.td_lambda=0.3"])
+    # 6h_vs_8z's top level sets td_lambda for every algorithm: MAPPO, which does not read it, runs
+    assert type(load_config("mappo", map_name="6h_vs_8z").learner) is PPOConfig
+    # a run folder written when the learner section held every field resumes with its own family
+    old = config_to_dict(q)
+    old["learner"].update({"ppo_clip": 0.3, "critic_lr": 5e-4, "td_loss": "mse"})
+    restored = config_from_dict(old)
+    assert restored == q and restored.learner == q.learner
+    assert load_config(base=old, overrides=["learner.lr=5e-4"]).learner.lr == pytest.approx(5e-4)
+
+
+def test_every_learner_field_is_read_by_its_learner() -> None:
+    """Each family's fields appear in the learner code that uses them (no field carried for nothing)."""
+    root = Path(__file__).resolve().parents[1] / "marl"
+    code = {
+        QLearnerConfig: ["learners/q_learner.py", "learners/q_chunked.py"],
+        PPOConfig: ["learners/ppo_learner.py", "learners/pg_learner.py"],
+        DQNConfig: ["learners/dqn_learner.py", "learners/transitions.py"],
+        MADDPGConfig: ["learners/maddpg_learner.py", "learners/transitions.py", "learners/optim.py"],
+    }
+    shared = "".join((root / f).read_text() for f in ["trainer.py", "learners/optim.py"])
+    for family, files in code.items():
+        text = "".join((root / f).read_text() for f in files) + shared
+        unread = [f.name for f in dataclasses.fields(family) if f.name != "name" and f".{f.name}" not in text]
+        assert not unread, (family.__name__, unread)
+    assert LEARNER_CONFIGS["q_learner"] is QLearnerConfig

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from marl.config_schema import AgentConfig, ExplorationConfig
+from marl.config.schema import AgentConfig, ExplorationConfig
 from marl.controllers import MultiAgentController, build_agent_inputs, input_dim
 from marl.envs.base import EnvInfo
 from marl.utils.ms import ms, params_to_numpy, setup
@@ -166,7 +166,7 @@ def test_controller_with_weights_does_not_import_mindspore() -> None:
 
     code = (
         "import sys, numpy as np\n"
-        "from marl.config_schema import AgentConfig, ExplorationConfig\n"
+        "from marl.config.schema import AgentConfig, ExplorationConfig\n"
         "from marl.controllers import MultiAgentController\n"
         "from marl.envs.base import EnvInfo\n"
         "info = EnvInfo(n_agents=2, n_actions=3, obs_shape=4, state_shape=5, episode_limit=6)\n"

@@ -9,7 +9,7 @@ import pytest
 
 from marl.buffers.episode import EpisodeBatch, Scheme
 from marl.config import load_config
-from marl.config_schema import AgentConfig, Config, LearnerConfig
+from marl.config.schema import AgentConfig, Config, DQNConfig
 from marl.controllers.numpy_actor import NumpyMLPAgent
 from marl.envs.base import EnvInfo
 from marl.learners.dqn_learner import (
@@ -120,7 +120,7 @@ def _cfg(**learner: object) -> Config:
     }
     lc.update(learner)
     agent = AgentConfig(name="dueling_mlp", hidden_dim=16, obs_last_action=True, obs_agent_id=True)
-    return Config(learner=LearnerConfig(**lc), agent=agent)
+    return Config(learner=DQNConfig(**lc), agent=agent)
 
 
 def test_step_reports_the_naive_target_and_learns():

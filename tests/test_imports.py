@@ -90,7 +90,7 @@ def test_marl_has_no_import_cycles():
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
 
 
-@pytest.mark.parametrize("module", ["marl.config", "marl.config_cli", "marl.envs.pettingzoo_view"])
+@pytest.mark.parametrize("module", ["marl.config", "marl.config.cli", "marl.envs.pettingzoo_view"])
 def test_modules_that_had_cycles_import_on_their_own(module):
     import subprocess
     import sys

@@ -9,7 +9,7 @@ import pytest
 
 from marl.buffers.episode import EpisodeBatch, Scheme
 from marl.config import load_config
-from marl.config_schema import AgentConfig, Config, ExplorationConfig, LearnerConfig
+from marl.config.schema import AgentConfig, Config, ExplorationConfig, MADDPGConfig
 from marl.controllers.deterministic_controller import DeterministicController, squash
 from marl.envs.base import EnvInfo
 from marl.learners.dqn_learner import make_target_update
@@ -60,7 +60,7 @@ def _cfg(**learner: object) -> Config:
     }
     lc.update(learner)
     agent = AgentConfig(name="mlp", hidden_dim=16, obs_last_action=False, obs_agent_id=True)
-    return Config(learner=LearnerConfig(**lc), agent=agent)
+    return Config(learner=MADDPGConfig(**lc), agent=agent)
 
 
 def test_gumbel_softmax_straight_through_value_and_gradient():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from marl.buffers.episode import EpisodeBatch, Scheme
-from marl.config_schema import Config, LearnerConfig, MixerConfig
+from marl.config.schema import Config, LearnerConfig, MixerConfig
 from marl.envs.base import EnvInfo
 from marl.learners import QLearner
 from marl.learners.optim import TorchAdam, TorchRMSProp
@@ -116,7 +116,7 @@ def test_optimizers_follow_torch_rules(opt_name: str, eps: float) -> None:
         np.testing.assert_allclose(p.asnumpy(), w, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("mixer,opt", [("qmix", "adam"), ("vdn", "rmsprop")])
+@pytest.mark.parametrize("mixer,opt", [("qmix", "adam"), ("vdn", "rmsprop"), ("qplex", "adam")])
 def test_jit_and_eager_give_the_same_losses(mixer: str, opt: str) -> None:
     """Same stats step by step, including after hard target updates (episodes 2 and 4) and after loading
     a state into the already compiled step: in-place writes must reach the compiled graph."""
@@ -135,7 +135,9 @@ def test_jit_and_eager_give_the_same_losses(mixer: str, opt: str) -> None:
     assert fresh.train(batch, 0, 5)["loss"] == pytest.approx(jitted.train(batch, 0, 5)["loss"], rel=1e-5)
 
 
-@pytest.mark.parametrize("mixer,opt", [("qmix", "adam"), ("vdn", "rmsprop"), ("none", "adam")])
+@pytest.mark.parametrize(
+    "mixer,opt", [("qmix", "adam"), ("vdn", "rmsprop"), ("none", "adam"), ("qplex", "adam")]
+)
 def test_training_reduces_loss(mixer: str, opt: str) -> None:
     learner = build(
         "learner",

@@ -10,7 +10,7 @@ import pytest
 from test_q_learner import INFO, cfg, make_batch  # tests/ is on sys.path under pytest
 
 from marl.buffers.episode import EpisodeBatch, Scheme
-from marl.config_schema import AgentConfig, Config, LearnerConfig, MixerConfig
+from marl.config.schema import AgentConfig, Config, LearnerConfig, MixerConfig
 from marl.envs.base import EnvInfo
 from marl.learners import QLearner
 from marl.learners.q_chunked import (
@@ -135,7 +135,7 @@ def test_unroll_from_carries_the_hidden_state() -> None:
     np.testing.assert_allclose(np.concatenate([q1.asnumpy(), q2.asnumpy()], 1), want, atol=1e-6)
 
 
-@pytest.mark.parametrize("mixer", ["qmix", "vdn", "none"])
+@pytest.mark.parametrize("mixer", ["qmix", "vdn", "none", "qplex"])
 def test_chunked_loss_equals_whole_episode(mixer: str) -> None:
     """Any chunk length gives the whole-episode loss (the chunk's h0 is exact); C >= T - 1 (one chunk)
     gives the same gradient too; shorter chunks only truncate the gradient."""

@@ -13,7 +13,7 @@ ray = pytest.importorskip("ray")
 from marl import registry  # noqa: E402
 from marl.buffers import ReplayBuffer, Scheme  # noqa: E402
 from marl.config import load_config  # noqa: E402
-from marl.config_schema import AgentConfig, ExplorationConfig, RayConfig  # noqa: E402
+from marl.config.schema import AgentConfig, ExplorationConfig, RayConfig  # noqa: E402
 from marl.controllers import MultiAgentController  # noqa: E402
 from marl.envs.fake import FakeSmacEnv  # noqa: E402
 from marl.envs.ray_vector import split_rows  # noqa: E402

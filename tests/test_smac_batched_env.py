@@ -8,7 +8,7 @@ import pytest
 from marl.buffers import Scheme
 from marl.envs.base import EnvInfo
 from marl.envs.factory import EnvFactory
-from marl.envs.smac.batched_env import BatchedSmacVectorEnv, BatchedStarCraft2Env, batched_vector_env_for
+from marl.envs.smac.batched_env import BatchedSmacVectorEnv, BatchedStarCraft2Env
 from marl.envs.smac.env import StarCraft2Env
 from marl.envs.smac.features import SmacFeatures, SmacOptions, Units
 from marl.envs.smac.maps import load_map
@@ -206,14 +206,14 @@ def test_runner_with_batched_vector_env_gives_the_same_episode_batch():
         venv.reset([0, 0])
 
 
-def test_batched_vector_env_for_the_trainers_env_factory():
+def test_the_trainers_env_factory_owns_the_batched_fast_path():
     factory = EnvFactory("sc2", "3m", "sim", {"obs_last_action": True}, seed=2, offset=5)
-    venv = batched_vector_env_for(factory, 4)
+    venv = factory.batched(4)
     assert isinstance(venv, BatchedSmacVectorEnv) and venv.n_envs == 4
     assert venv.env.engine.base_seed == factory.row_seed(0) == 2 * 10_000 + 5
     assert venv.env.opts.obs_last_action
-    factory.name = "mpe"
-    assert batched_vector_env_for(factory, 4) is None
+    factory.name = "mpe"  # no batched path registered
+    assert factory.batched(4) is None
 
 
 @pytest.mark.parametrize("name", ["3m", "MMM", "2s3z", "corridor", "bane_vs_bane", "2s_vs_1sc"])

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from marl.config_schema import AgentConfig, ExplorationConfig
+from marl.config.schema import AgentConfig, ExplorationConfig
 from marl.controllers.mac import build_agent_inputs, input_dim
 from marl.controllers.numpy_actor import numpy_agent
 from marl.envs.base import EnvInfo

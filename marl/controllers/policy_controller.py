@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from marl.config_schema import AgentConfig
+from marl.config.schema import AgentConfig
 from marl.controllers.mac import MultiAgentController, input_dim
 from marl.controllers.numpy_actor import numpy_agent
 from marl.envs.base import EnvInfo

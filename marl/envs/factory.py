@@ -24,6 +24,23 @@ class EnvFactory:
         """The seed of env ``row`` (the one formula; a batched engine seeds row ``r`` ``row_seed(0) + r``)."""
         return self.seed * 10_000 + self.offset + row
 
+    def batched(self, n_envs: int) -> Any:
+        """The env's own batched fast path for rows ``0 .. n_envs - 1`` (one env stepping them all, the same
+        episodes as ``[self(r) for r in range(n_envs)]``), if the env registers one under
+        ``("batched_env", name)`` and it applies to this config; else None (the runner steps ``n_envs`` envs).
+        It has ``SyncVectorEnv``'s interface (``reset``, ``step``, ``get_stats``, ``call``, ``close``)."""
+        if self.name not in registry.names("batched_env"):
+            return None
+        return registry.build(
+            "batched_env",
+            self.name,
+            map_name=self.map_name,
+            backend=self.backend,
+            n_envs=n_envs,
+            seed=self.row_seed(0),
+            **self.args,
+        )
+
     def __call__(self, row: int) -> MultiAgentEnv:
         return registry.build(
             "env",

@@ -26,7 +26,7 @@ from dataclasses import replace
 import numpy as np
 
 from marl.buffers.episode import EpisodeBatch
-from marl.config_schema import Config
+from marl.config.schema import Config
 from marl.controllers.mac import MultiAgentController, build_agent_inputs, input_dim
 from marl.envs.base import EnvInfo
 from marl.learners.optim import clip_and_apply, make_optimizer

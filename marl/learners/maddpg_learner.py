@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from marl.buffers.episode import EpisodeBatch
-from marl.config_schema import Config
+from marl.config.schema import Config
 from marl.controllers.deterministic_controller import DeterministicController
 from marl.controllers.mac import build_agent_inputs, input_dim
 from marl.envs.base import EnvInfo

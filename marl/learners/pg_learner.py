@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from marl.config_schema import Config
+from marl.config.schema import Config
 from marl.envs.base import EnvInfo
 from marl.learners.ppo_learner import PPOLearner
 from marl.learners.returns import discounted_returns

@@ -20,11 +20,18 @@ from __future__ import annotations
 import numpy as np
 
 from marl.buffers.episode import EpisodeBatch
-from marl.config_schema import Config
+from marl.config.schema import Config
 from marl.envs.base import EnvInfo
 from marl.learners.optim import clip_and_apply
-from marl.learners.targets import chunk_view, live_chunks, make_bootstrap, masked_td_loss, td_lambda_targets
-from marl.utils.ms import Tensor, jit, ms, nn, ops
+from marl.learners.targets import (
+    chosen_q_loss,
+    chunk_view,
+    live_chunks,
+    make_bootstrap,
+    mixer_uses_actions,
+    td_lambda_targets,
+)
+from marl.utils.ms import Tensor, jit, ms, nn
 
 # Auto BPTT mode (learner.bptt_chunk = 0), chosen by measurement (benchmarks/results/long_episodes.md):
 # whole-episode BPTT up to this episode limit (every SMAC map but corridor, 2c_vs_64zg, 2s_vs_1sc and
@@ -109,6 +116,7 @@ class ChunkedBPTT:
         m_t, pow_vec = self._lambda_tensors(self.t_slots)
         optimizer = self.optimizer
         bootstrap = make_bootstrap(nets.target_mixer, bool(lc.double_q))
+        uses_actions = mixer_uses_actions(mixer)
 
         def forward(inputs_BCNI, h_MH, target_h_MH):
             q_BCNA, h_MH = agent.unroll_from(inputs_BCNI, h_MH, need_grad=False)
@@ -119,11 +127,19 @@ class ChunkedBPTT:
             target_max = bootstrap(q_BTNA, target_q_BTNA, avail_BTNA, state_BTS)
             return td_lambda_targets(reward_BT1, term_BT1, mask_BT1, target_max, m_t, pow_vec, gamma, lam)
 
-        def loss_fn(inputs_RCNI, h0_MH, actions_RCN1, state_RCS, targets_RCK, mask_RC1, n_valid):
+        def loss_fn(inputs_RCNI, h0_MH, actions_RCN1, avail_RCNA, state_RCS, targets_RCK, mask_RC1, n_valid):
             q_RCNA, _ = agent.unroll_from(inputs_RCNI, h0_MH)  # h0 is an input: no gradient into it
-            chosen_RCN = ops.gather_elements(q_RCNA, 3, actions_RCN1).squeeze(3)
-            chosen = mixer(chosen_RCN, state_RCS) if mixer is not None else chosen_RCN
-            return masked_td_loss(chosen, targets_RCK, mask_RC1, n_valid)
+            return chosen_q_loss(
+                mixer,
+                uses_actions,
+                q_RCNA,
+                actions_RCN1,
+                avail_RCNA,
+                state_RCS,
+                targets_RCK,
+                mask_RC1,
+                n_valid,
+            )
 
         grad_fn = ms.value_and_grad(loss_fn, None, weights=self.params, has_aux=True)
 
@@ -182,6 +198,7 @@ class ChunkedBPTT:
             take(inputs[:, :-1]),
             take(h_starts, per_transition=False),
             take(actions),
+            take(avail[:, :-1]),
             take(state[:, :-1]),
             take(tgt),
             take(mask),

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from marl.buffers.episode import EpisodeBatch
-from marl.config_schema import Config
+from marl.config.schema import Config
 from marl.controllers.mac import MultiAgentController, build_agent_inputs, input_dim
 from marl.envs.base import EnvInfo
 from marl.learners.optim import clip_and_apply, make_optimizer
@@ -28,14 +28,15 @@ from marl.learners.q_chunked import HYBRID_MAX_SLOTS, ChunkedBPTT, resolve_bptt_
 from marl.learners.targets import (
     bucketed_slots,
     check_time_bucket,
+    chosen_q_loss,
     lambda_return_matrices,
     make_bootstrap,
-    masked_td_loss,
+    mixer_uses_actions,
     td_lambda_targets,
     transition_mask,
 )
 from marl.modules.agents import RNNAgent
-from marl.registry import build, register
+from marl.registry import build, get, names, register
 from marl.utils.ms import (
     Tensor,
     jit,
@@ -48,7 +49,6 @@ from marl.utils.ms import (
 )
 
 STAT_NAMES = ("loss", "td_error_abs", "q_taken_mean", "target_mean", "grad_norm")
-MIXERS = ("qmix", "vdn", "none")
 
 
 class QNets(nn.Cell):
@@ -78,15 +78,10 @@ def _build_nets(info: EnvInfo, cfg: Config) -> QNets:
     def make_mixer() -> nn.Cell | None:
         if m.name == "none":
             return None
-        return build(
-            "mixer",
-            m.name,
-            n_agents=info.n_agents,
-            state_dim=info.state_shape,
-            embed_dim=m.embed_dim,
-            hypernet_layers=m.hypernet_layers,
-            hypernet_dim=m.hypernet_dim,
-        )
+        kw = {"embed_dim": m.embed_dim, "hypernet_layers": m.hypernet_layers, "hypernet_dim": m.hypernet_dim}
+        if mixer_uses_actions(get("mixer", m.name)):
+            kw["n_actions"] = info.n_actions
+        return build("mixer", m.name, n_agents=info.n_agents, state_dim=info.state_shape, **kw)
 
     return QNets(make_agent(), make_agent(), make_mixer(), make_mixer())
 
@@ -97,8 +92,9 @@ class QLearner(ChunkedBPTT):
 
     def __init__(self, info: EnvInfo, cfg: Config) -> None:
         lc = cfg.learner
-        if cfg.mixer.name not in MIXERS:
-            raise ValueError(f"unknown mixer {cfg.mixer.name!r} for q_learner; allowed: {', '.join(MIXERS)}")
+        mixers = ["none", *names("mixer")]
+        if cfg.mixer.name not in mixers:
+            raise ValueError(f"unknown mixer {cfg.mixer.name!r} for q_learner; allowed: {', '.join(mixers)}")
         if not info.discrete:
             raise ValueError("q_learner needs discrete actions (EnvInfo.discrete=True)")
         if not 0.0 <= lc.target_update_tau <= 1.0:
@@ -149,19 +145,27 @@ class QLearner(ChunkedBPTT):
         optimizer = self.optimizer
 
         bootstrap = make_bootstrap(target_mixer, double_q)
+        uses_actions = mixer_uses_actions(mixer)
 
         def loss_fn(
             inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS, m_t, pow_vec
         ):
             q_BTNA = agent.unroll(inputs_BTNI)
             target_q_BTNA = ops.stop_gradient(target_agent.unroll(inputs_BTNI, need_grad=False))
-            chosen_BTN = ops.gather_elements(q_BTNA[:, :-1], 3, actions_BTN1).squeeze(3)
-            chosen = mixer(chosen_BTN, state_BTS[:, :-1]) if mixer is not None else chosen_BTN
             target_max = bootstrap(q_BTNA, target_q_BTNA, avail_BTNA, state_BTS)
             targets = ops.stop_gradient(
                 td_lambda_targets(reward_BT1, term_BT1, mask_BT1, target_max, m_t, pow_vec, gamma, lam)
             )
-            return masked_td_loss(chosen, targets, mask_BT1)
+            return chosen_q_loss(
+                mixer,
+                uses_actions,
+                q_BTNA[:, :-1],
+                actions_BTN1,
+                avail_BTNA[:, :-1],
+                state_BTS[:, :-1],
+                targets,
+                mask_BT1,
+            )
 
         grad_fn = ms.value_and_grad(loss_fn, None, weights=self.params, has_aux=True)
 

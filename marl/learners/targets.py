@@ -122,22 +122,75 @@ def td_lambda_targets(
     return g + pow_vec.reshape(1, n, 1) * g_last.reshape(b, 1, k)
 
 
+def mixer_uses_actions(mixer: object) -> bool:
+    """Whether a mixer (class or instance) takes the actions and the agents' max-Q (see :func:`mix`).
+
+    A mixer declares it with a class attribute ``uses_actions = True``; mixers without it (VDN, QMIX)
+    are called ``mixer(q_BTN, state_BTS)``."""
+    return bool(getattr(mixer, "uses_actions", False))
+
+
+def mix(mixer: nn.Cell | None, uses_actions: bool, q_BTN, state_BTS, actions_BTNA, max_q_BTN):  # noqa: ANN201
+    """The mixer interface: ``Q_tot (B, T, 1)`` of the agents' Q-values ``q_BTN`` of the actions
+    ``actions_BTNA`` (one-hot), given the global state and each agent's max-Q ``max_q_BTN`` over its
+    available actions. ``mixer=None`` (IQL) returns ``q_BTN`` unmixed. ``uses_actions`` is
+    :func:`mixer_uses_actions` of the mixer, resolved outside the graph."""
+    if mixer is None:
+        return q_BTN
+    if uses_actions:
+        return mixer(q_BTN, state_BTS, actions_BTNA, max_q_BTN)
+    return mixer(q_BTN, state_BTS)
+
+
+def _greedy(q_BTNA, avail_BTNA):  # noqa: ANN202
+    """Greedy action ``(B, T, N, 1)`` and max-Q ``(B, T, N)`` over the available actions."""
+    q_avail = ops.masked_fill(q_BTNA, avail_BTNA == 0, -9999999.0)
+    return ops.argmax(q_avail, dim=3, keepdim=True), q_avail.max(axis=3)
+
+
 def make_bootstrap(target_mixer: nn.Cell | None, double_q: bool):  # noqa: ANN202 (a graph function)
     """``bootstrap(q_BTNA, target_q_BTNA, avail_BTNA, state_BTS) -> (B, T, K)``: the target network's value
-    of every slot, the action picked by the online net (double Q) or by the target net, then mixed."""
+    of every slot, the action picked by the online net (double Q) or by the target net, then mixed (a mixer
+    that uses actions gets that action and the target agents' max-Q)."""
+    uses_actions = mixer_uses_actions(target_mixer)
 
     def bootstrap(q_BTNA, target_q_BTNA, avail_BTNA, state_BTS):
         if double_q:  # action chosen by the online net, valued by the target net
-            q_det = ops.masked_fill(ops.stop_gradient(q_BTNA), avail_BTNA == 0, -9999999.0)
-            best_BTN1 = ops.argmax(q_det, dim=3, keepdim=True)
-            target_max_BTN = ops.gather_elements(target_q_BTNA, 3, best_BTN1).squeeze(3)
+            best_BTN1, _ = _greedy(ops.stop_gradient(q_BTNA), avail_BTNA)
+            target_BTN = ops.gather_elements(target_q_BTNA, 3, best_BTN1).squeeze(3)
         else:
-            target_max_BTN = ops.masked_fill(target_q_BTNA, avail_BTNA == 0, -9999999.0).max(axis=3)
-        if target_mixer is not None:
-            return target_mixer(target_max_BTN, state_BTS)
-        return target_max_BTN
+            best_BTN1, target_BTN = _greedy(target_q_BTNA, avail_BTNA)
+        if not uses_actions:
+            return mix(target_mixer, False, target_BTN, state_BTS, None, None)
+        _, max_q_BTN = _greedy(target_q_BTNA, avail_BTNA)
+        best_BTNA = ops.one_hot(best_BTN1.squeeze(3), target_q_BTNA.shape[3], 1.0, 0.0)
+        return mix(target_mixer, True, target_BTN, state_BTS, best_BTNA, max_q_BTN)
 
     return bootstrap
+
+
+def chosen_q_loss(
+    mixer: nn.Cell | None,
+    uses_actions: bool,
+    q_BTNA: ms.Tensor,
+    actions_BTN1: ms.Tensor,
+    avail_BTNA: ms.Tensor,
+    state_BTS: ms.Tensor,
+    targets: ms.Tensor,
+    mask_BT1: ms.Tensor,
+    n_valid: ms.Tensor | None = None,
+) -> tuple[ms.Tensor, ms.Tensor]:
+    """The Q-learner's loss, shared by the whole-episode and the chunked step: the (mixed) online Q of the
+    taken actions against fixed ``targets`` (:func:`masked_td_loss`). Every input covers the same
+    ``T`` transitions (the whole episode's ``T-1``, or a chunk's ``C``)."""
+    chosen_BTN = ops.gather_elements(q_BTNA, 3, actions_BTN1).squeeze(3)
+    if uses_actions:
+        _, max_q_BTN = _greedy(ops.stop_gradient(q_BTNA), avail_BTNA)
+        actions_BTNA = ops.one_hot(actions_BTN1.squeeze(3), q_BTNA.shape[3], 1.0, 0.0)
+        chosen = mix(mixer, True, chosen_BTN, state_BTS, actions_BTNA, max_q_BTN)
+    else:
+        chosen = mix(mixer, False, chosen_BTN, state_BTS, None, None)
+    return masked_td_loss(chosen, targets, mask_BT1, n_valid)
 
 
 def masked_td_loss(

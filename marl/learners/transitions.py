@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from marl.buffers.episode import EpisodeBatch
-from marl.config_schema import Config
+from marl.config.schema import Config
 from marl.learners.base import NoHistograms
 from marl.learners.targets import transition_mask
 from marl.utils.ms import Tensor

@@ -14,8 +14,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from marl.buffers import EpisodeBatch, Scheme
-from marl.config_schema import Config
+from marl.config.schema import Config
 from marl.envs.base import MultiAgentEnv
+from marl.envs.factory import EnvFactory
 from marl.envs.vector import Obs, SubprocVectorEnv, SyncVectorEnv
 from marl.registry import register
 
@@ -174,15 +175,15 @@ def make_parallel_runner(
 ) -> ParallelRunner:
     """``runner.batch_size_run`` envs; ``env_fn(i)`` builds env ``i`` (seeded per row).
 
-    SMAC maps on the embedded engine are stepped as one batched env (same episodes as per-row envs, see
-    ``marl/envs/smac/batched_env.py``) unless ``batched=False`` (per-env replays) or ``subprocess``.
+    When ``env_fn`` is the trainer's :class:`~marl.envs.factory.EnvFactory` and its env has a batched fast
+    path (:meth:`~marl.envs.factory.EnvFactory.batched`; SMAC maps on the embedded engine), the rows are
+    stepped as one batched env (same episodes as per-row envs) unless ``batched=False`` (per-env replays)
+    or ``subprocess``.
     """
     n, sub = runner_size(cfg, batch_size_run, subprocess)
     venv = None
-    if batched and not sub:
-        from marl.envs.smac.batched_env import batched_vector_env_for
-
-        venv = batched_vector_env_for(env_fn, n)
+    if batched and not sub and isinstance(env_fn, EnvFactory):
+        venv = env_fn.batched(n)
     fns = [_Bound(env_fn, i) for i in range(n)]
     return ParallelRunner(fns, scheme, controller, subprocess=sub, venv=venv)
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from marl.buffers import EpisodeBatch, Scheme
-from marl.config_schema import Config, RayConfig
+from marl.config.schema import Config, RayConfig
 from marl.envs.base import MultiAgentEnv
 from marl.envs.ray_vector import RayVectorEnv, WorkerFailure
 from marl.registry import register

@@ -18,6 +18,7 @@ from marl.envs.smac.features import N_ACTIONS_NO_ATTACK, RUNNING, SmacFeatures, 
 from marl.envs.smac.maps import load_map
 from marl.envs.smac.sim.engine import BatchedSimEngine
 from marl.envs.vector import Obs, Transition
+from marl.registry import register
 
 _ACTION_NAMES = ("no-op", "stop", "move north", "move south", "move east", "move west")
 # StarCraft2Env keywords that change nothing on the embedded engine (replays, the real game's AI level).
@@ -380,18 +381,15 @@ class BatchedSmacVectorEnv:
         self.env.close()
 
 
-def batched_vector_env_for(env_fn: Any, n_envs: int) -> BatchedSmacVectorEnv | None:
-    """A :class:`BatchedSmacVectorEnv` equal to ``[env_fn(r) for r in range(n_envs)]`` when ``env_fn`` is
-    the trainer's ``EnvFactory`` of an "sc2" env that resolves to the embedded engine; else None.
-
-    Row ``r`` of the factory is seeded ``env_fn.row_seed(r)``, which is the batch's ``seed + r`` with
-    ``seed = env_fn.row_seed(0)``.
-    """
-    if getattr(env_fn, "name", None) != "sc2" or not hasattr(env_fn, "row_seed"):
-        return None
+@register("batched_env", "sc2")
+def batched_sc2_vector_env(
+    map_name: str, backend: str, n_envs: int, seed: int, **args: Any
+) -> BatchedSmacVectorEnv | None:
+    """The "sc2" env's batched fast path: a :class:`BatchedSmacVectorEnv` of ``n_envs`` rows, row ``r``
+    seeded ``seed + r``, equal to ``n_envs`` ``StarCraft2Env`` seeded so, when ``backend`` resolves to the
+    embedded engine; None for the real game (:meth:`marl.envs.factory.EnvFactory.batched`)."""
     from marl.envs.smac.sc2 import resolve_backend
 
-    if resolve_backend(env_fn.backend, env_fn.map_name)[0] != "sim":
+    if resolve_backend(backend, map_name)[0] != "sim":
         return None
-    seed = env_fn.row_seed(0)
-    return BatchedSmacVectorEnv(env_fn.map_name, n_envs, seed, **dict(env_fn.args))
+    return BatchedSmacVectorEnv(map_name, n_envs, seed, **args)

@@ -1,5 +1,5 @@
 """Layered configuration: YAML files and the command line into the frozen dataclasses of
-:mod:`marl.config_schema`.
+:mod:`marl.config.schema`.
 
 Layers, lowest first::
 
@@ -13,8 +13,8 @@ name and the expected type. Command-line keys may be dotted (``learner.lr=5e-4``
 leaf name (``lr=5e-4``, ``t_max=20000``); dict fields take nested keys (``env.args.reward_sparse=true``).
 
 This module holds the layering, loading and saving. Key resolution and value coercion live in
-:mod:`marl.config_keys` (its public names are re-exported here), the argument-parser helpers used by every
-training script (:func:`build_arg_parser`, :func:`config_from_args`) in :mod:`marl.config_cli`, which
+:mod:`marl.config.keys` (the package re-exports the common names), the argument-parser helpers used by every
+training script (:func:`build_arg_parser`, :func:`config_from_args`) in :mod:`marl.config.cli`, which
 builds on this module.
 """
 
@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from marl.config_keys import (  # re-exported: ``from marl.config import coerce`` etc. keep working
+from marl.config.keys import (
     DICT_FIELDS,
     LEAVES,
     SECTIONS,
@@ -41,9 +41,9 @@ from marl.config_keys import (  # re-exported: ``from marl.config import coerce`
     parse_override,
     resolve_key,
 )
-from marl.config_schema import Config
+from marl.config.schema import LEARNER_CONFIGS, Config, learner_config_class
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 MAP_ALG_SECTION = "by_alg"  # in configs/maps/<map>.yaml: settings that apply to one algorithm only
 ALG_ENV_SECTION = "by_env"  # in configs/algs/<alg>.yaml: settings that apply in one environment only
 
@@ -56,7 +56,13 @@ class _Layers:
         self.values: dict[str, Any] = {}
         for k, v in _flatten_defaults(dataclasses.asdict(Config())).items():
             self.values[k] = v
+        for family in LEARNER_CONFIGS.values():  # every family's learner keys (one default per key)
+            for k, v in dataclasses.asdict(family()).items():
+                self.values.setdefault(f"learner.{k}", v)
         self.sources: dict[str, str] = {k: "schema default" for k in self.values}
+        # sources whose learner keys of another family are dropped, not errors: a map preset's top level
+        # (it serves every algorithm) and saved configs (run folders written before the families existed)
+        self.lenient: set[str] = {"schema default"}
 
     def set(self, key: str, raw: Any, source: str, *, from_cli: bool = False) -> None:
         """Set one (already resolved) key; nested dict-field keys update that dict."""
@@ -89,8 +95,8 @@ class _Layers:
                 raise ConfigError(f"{source}: unknown config key {key!r}{_suggest(key)}")
 
     def build(self) -> Config:
-        """The frozen, typed Config."""
-        return _build(self.values)
+        """The frozen, typed Config; its learner section is the family of ``learner.name``."""
+        return _build(self.values, self.sources, self.lenient)
 
 
 def _flatten_defaults(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -119,11 +125,37 @@ def _deep_merge(base: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, An
     return out
 
 
-def _build(flat: Mapping[str, Any]) -> Config:
+def _learner_section(
+    flat: Mapping[str, Any], sources: Mapping[str, str], lenient: set[str]
+) -> dict[str, Any]:
+    """The learner keys of ``learner.name``'s family; a key of another family set by a strict source is an
+    error naming the family's keys."""
+    name = flat["learner.name"]
+    allowed = {f.name for f in dataclasses.fields(learner_config_class(name))}
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        if not key.startswith("learner."):
+            continue
+        sub = key.split(".", 1)[1]
+        if sub in allowed:
+            out[sub] = value
+        elif sources[key] not in lenient:
+            raise ConfigError(
+                f"{sources[key]}: {key} is not read by learner {name!r}; its keys are "
+                f"{', '.join('learner.' + k for k in sorted(allowed))}"
+            )
+    return out
+
+
+def _build(flat: Mapping[str, Any], sources: Mapping[str, str], lenient: set[str]) -> Config:
     hints = typing.get_type_hints(Config)
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(Config):
-        if f.name in SECTIONS:
+        if f.name == "learner":
+            kwargs[f.name] = learner_config_class(flat["learner.name"])(
+                **_learner_section(flat, sources, lenient)
+            )
+        elif f.name in SECTIONS:
             sub = {k.split(".", 1)[1]: v for k, v in flat.items() if k.startswith(f.name + ".")}
             kwargs[f.name] = hints[f.name](**sub)
         else:
@@ -205,6 +237,7 @@ def load_config(
     cli_map = next((v for k, v, _ in reversed(cli) if k == "env.map_name"), None)
     layers = _Layers()
     if base is not None:
+        layers.lenient.add("saved config")
         layers.apply_mapping(base, "saved config")
     else:
         alg = cli_alg or alg
@@ -230,6 +263,7 @@ def load_config(
         if map_path is not None:
             preset = _read_yaml(map_path)
             per_alg = _pop_section(preset, MAP_ALG_SECTION, map_path)
+            layers.lenient.add(str(map_path))
             layers.apply_mapping(preset, str(map_path))
             if alg in per_alg:
                 layers.apply_mapping(per_alg[alg], f"{map_path} ({MAP_ALG_SECTION}.{alg})")
@@ -264,8 +298,10 @@ def config_to_dict(cfg: Config) -> dict[str, Any]:
 
 
 def config_from_dict(data: Mapping[str, Any], source: str = "config dict") -> Config:
-    """Rebuild a Config from a nested dict (missing keys take schema defaults; unknown keys are errors)."""
+    """Rebuild a Config from a nested dict (missing keys take schema defaults; unknown keys are errors;
+    learner keys of another learner family are dropped, as run folders of older versions saved them all)."""
     layers = _Layers()
+    layers.lenient.add(source)
     layers.apply_mapping(data, source)
     return layers.build()
 

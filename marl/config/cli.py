@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from marl.config import (
+from marl.config.keys import LEAVES, ConfigError, _type_name, parse_override, resolve_key
+from marl.config.layers import (
     CONFIG_DIR,
     _flatten_defaults,
     _Layers,
@@ -19,8 +20,7 @@ from marl.config import (
     load_config,
     load_saved_config,
 )
-from marl.config_keys import LEAVES, ConfigError, _type_name, parse_override, resolve_key
-from marl.config_schema import Config
+from marl.config.schema import Config
 
 __all__ = ["build_arg_parser", "config_from_args"]
 
@@ -43,7 +43,13 @@ def _help_epilog(config_dir: Path, default_alg: str) -> str:
         defaults = _Layers().values
     width = max(len(k) for k in LEAVES)
     for key, tp in LEAVES.items():
-        lines.append(f"  {key:<{width}}  {_type_name(tp):<14} default {defaults[key]!r}")
+        if key in defaults:  # the learner keys of the default algorithm's learner family
+            lines.append(f"  {key:<{width}}  {_type_name(tp):<14} default {defaults[key]!r}")
+    others = sorted(k for k in LEAVES if k not in defaults)
+    if others:
+        lines.append(
+            "learner keys of other learner families (valid with their algorithms): " + ", ".join(others)
+        )
     return "\n".join(lines)
 
 

@@ -1,4 +1,4 @@
-"""Typed, frozen configuration dataclasses (the schema). ``marl/config.py`` loads YAML layers and the
+"""Typed, frozen configuration dataclasses (the schema). ``marl/config/layers.py`` loads YAML layers and the
 command line into these. Defaults follow pymarl2's tuned QMIX settings; nothing an environment knows
 (agents, obs/state sizes, actions, episode limit) appears here: it comes from ``get_env_info()``.
 """
@@ -53,8 +53,10 @@ class ExplorationConfig:
 
 
 @dataclass(frozen=True)
-class LearnerConfig:
-    """Learner and replay settings."""
+class BaseLearnerConfig:
+    """What every learner reads: optimizer, discount, batch and replay sizes. Each learner family extends it
+    with its own fields (:data:`LEARNER_CONFIGS`), so a run's ``learner`` section holds only what its
+    learner reads."""
 
     name: str = "q_learner"
     optimizer: str = "adam"  # adam | rmsprop (PyTorch semantics: eps outside the sqrt)
@@ -62,21 +64,33 @@ class LearnerConfig:
     optim_alpha: float = 0.99  # RMSprop smoothing
     optim_eps: float = 1e-5  # RMSprop only (Adam uses 1e-8, as pymarl2)
     gamma: float = 0.99
-    td_lambda: float = 0.6  # 0 = one-step targets
-    double_q: bool = True
     grad_norm_clip: float = 10.0
-    target_update_interval: int = 200  # episodes between hard target updates
-    target_update_tau: float = 0.0  # > 0: soft (Polyak) update every train step instead
     batch_size: int = 128  # episodes per train step
     buffer_size: int = 5000  # episodes in the replay buffer
     use_jit: bool = True  # compile the train step with ms.jit
     on_nonfinite: str = "stop"  # NaN/inf loss or gradient (the update is never applied): stop | skip
-    bptt_chunk: int = 0  # q_learner BPTT: 0 = auto (whole episode if episode_limit <= 200, else chunks
-    #   of ~50 transitions: truncated BPTT, exact hidden states); -1 = whole episode; C > 0 = chunks of C
-    time_bucket: int = 16  # q_learner (whole-episode BPTT), ppo, pg: train on the slots up to the batch's
-    #   longest episode, rounded up to a multiple of this (each length compiles once; exact); 0 = all slots
-    # -- on-policy actor-critic (learners "ppo" and "pg") --
-    critic: str = "central"  # ppo/pg value net input: central (state, MAPPO) | local (agent obs, IPPO / PPO)
+
+
+@dataclass(frozen=True)
+class QLearnerConfig(BaseLearnerConfig):
+    """``q_learner`` (IQL / VDN / QMIX / QPLEX): TD(lambda), double Q, target updates, BPTT."""
+
+    td_lambda: float = 0.6  # 0 = one-step targets
+    double_q: bool = True
+    target_update_interval: int = 200  # episodes between hard target updates
+    target_update_tau: float = 0.0  # > 0: soft (Polyak) update every train step instead
+    bptt_chunk: int = 0  # BPTT: 0 = auto (whole episode if episode_limit <= 200, else chunks of ~50
+    #   transitions: truncated BPTT, exact hidden states); -1 = whole episode; C > 0 = chunks of C
+    time_bucket: int = 16  # whole-episode BPTT: train on the slots up to the batch's longest episode,
+    #   rounded up to a multiple of this (each length compiles once; exact); 0 = all slots
+
+
+@dataclass(frozen=True)
+class PPOConfig(BaseLearnerConfig):
+    """On-policy actor-critic learners ``ppo`` (MAPPO / IPPO / PPO) and ``pg``."""
+
+    time_bucket: int = 16  # as QLearnerConfig.time_bucket
+    critic: str = "central"  # value net input: central (state, MAPPO) | local (agent obs, IPPO / PPO)
     critic_hidden_dim: int = 64  # MLP value net width
     gae_lambda: float = 0.95  # GAE lambda (ppo); pg uses Monte Carlo returns
     ppo_clip: float = 0.2  # clipped-objective epsilon
@@ -88,13 +102,49 @@ class LearnerConfig:
     value_norm: bool = True  # normalise value targets with a running mean/std of returns
     adv_norm: bool = True  # normalise advantages over each batch
     init_log_std: float = -0.5  # Gaussian policies: initial log standard deviation
-    # -- off-policy transition learners ("dqn", "maddpg"): transitions drawn from the sampled episodes --
+
+
+@dataclass(frozen=True)
+class DQNConfig(BaseLearnerConfig):
+    """``dqn``: transitions drawn from the sampled episodes."""
+
+    double_q: bool = True
+    target_update_interval: int = 200  # episodes between hard target updates
+    target_update_tau: float = 0.0  # > 0: soft (Polyak) update every train step instead
     transition_batch_size: int = 256  # transitions per gradient step
     updates_per_step: float = 0.25  # gradient steps per new env step (at least one per train call)
-    td_loss: str = "huber"  # dqn: huber | mse
-    critic_lr: float = 1e-3  # maddpg: critic learning rate (learner.lr is the actor's)
-    actor_reg: float = 1e-3  # maddpg: weight of the mean squared actor pre-activations (Lowe et al. 2017)
-    gumbel_tau: float = 1.0  # maddpg, discrete actions: Gumbel-softmax temperature
+    td_loss: str = "huber"  # huber | mse
+
+
+@dataclass(frozen=True)
+class MADDPGConfig(BaseLearnerConfig):
+    """``maddpg`` (and DDPG): transitions drawn from the sampled episodes."""
+
+    target_update_tau: float = 0.0  # > 0: soft (Polyak) update every train step
+    transition_batch_size: int = 256  # transitions per gradient step
+    updates_per_step: float = 0.25  # gradient steps per new env step (at least one per train call)
+    critic_hidden_dim: int = 64  # MLP critic width
+    critic_lr: float = 1e-3  # critic learning rate (learner.lr is the actor's)
+    actor_reg: float = 1e-3  # weight of the mean squared actor pre-activations (Lowe et al. 2017)
+    gumbel_tau: float = 1.0  # discrete actions: Gumbel-softmax temperature
+
+
+# learner name -> its config family; a new learner family adds its dataclass and one line here
+LEARNER_CONFIGS: dict[str, type[BaseLearnerConfig]] = {
+    "q_learner": QLearnerConfig,
+    "ppo": PPOConfig,
+    "pg": PPOConfig,
+    "dqn": DQNConfig,
+    "maddpg": MADDPGConfig,
+}
+
+# The default family (``Config().learner``); the name callers have always built Q-learner configs with.
+LearnerConfig = QLearnerConfig
+
+
+def learner_config_class(name: str) -> type[BaseLearnerConfig]:
+    """The config family of learner ``name`` (:class:`BaseLearnerConfig` for a learner without one)."""
+    return LEARNER_CONFIGS.get(name, BaseLearnerConfig)
 
 
 @dataclass(frozen=True)
@@ -155,7 +205,7 @@ class Config:
     agent: AgentConfig = field(default_factory=AgentConfig)
     mixer: MixerConfig = field(default_factory=MixerConfig)
     exploration: ExplorationConfig = field(default_factory=ExplorationConfig)
-    learner: LearnerConfig = field(default_factory=LearnerConfig)
+    learner: BaseLearnerConfig = field(default_factory=QLearnerConfig)
     runner: RunnerConfig = field(default_factory=RunnerConfig)
     log: LogConfig = field(default_factory=LogConfig)
     checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)

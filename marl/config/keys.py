@@ -1,7 +1,7 @@
 """The config schema's keys: dotted-key tables, key resolution with nearest-key suggestions, value
 coercion to a field's type, override parsing and range checks.
 
-Everything here reads the dataclasses of :mod:`marl.config_schema` only; the layering that uses it is
+Everything here reads the dataclasses of :mod:`marl.config.schema` only; the layering that uses it is
 :mod:`marl.config` (which re-exports the public names of this module).
 """
 
@@ -16,10 +16,11 @@ from typing import Any
 
 import yaml
 
-from marl.config_schema import Config
+from marl.config.schema import LEARNER_CONFIGS, Config
 
 __all__ = [
     "DICT_FIELDS",
+    "LEARNER_KEYS",
     "LEAVES",
     "SECTIONS",
     "ConfigError",
@@ -49,7 +50,14 @@ def _fields_of(cls: type, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-LEAVES: dict[str, Any] = _fields_of(Config)  # "learner.lr" -> float, "env.args" -> dict[str, Any]
+# "learner.lr" -> float, "env.args" -> dict[str, Any]; the learner section holds every family's keys (a
+# run keeps only those of its own family: marl.config.layers)
+LEAVES: dict[str, Any] = _fields_of(Config)
+for _family in LEARNER_CONFIGS.values():
+    for _key, _tp in _fields_of(_family, "learner.").items():
+        if LEAVES.setdefault(_key, _tp) != _tp:
+            raise TypeError(f"{_key} has two types in the learner config families")
+LEARNER_KEYS: frozenset[str] = frozenset(k for k in LEAVES if k.startswith("learner."))
 SECTIONS: frozenset[str] = frozenset(
     f.name
     for f in dataclasses.fields(Config)
@@ -170,17 +178,26 @@ def coerce(value: Any, tp: Any, key: str, source: str) -> Any:
 # --------------------------------------------------------------------------------------------- ranges
 def check_ranges(cfg: Config) -> None:
     """Reject values whose type is right but whose range is not (the message names the allowed range)."""
+    lc = cfg.learner
+
+    def has(field: str) -> bool:
+        return hasattr(lc, field)
+
     checks = [
         ("t_max", cfg.t_max >= 1, ">= 1"),
         ("learner.batch_size", cfg.learner.batch_size >= 1, ">= 1"),
         ("learner.buffer_size", cfg.learner.buffer_size >= cfg.learner.batch_size, ">= learner.batch_size"),
         ("learner.lr", 0 < cfg.learner.lr < math.inf, "> 0 and finite"),
-        ("learner.critic_lr", 0 < cfg.learner.critic_lr < math.inf, "> 0 and finite"),
+        ("learner.critic_lr", not has("critic_lr") or 0 < lc.critic_lr < math.inf, "> 0 and finite"),
         ("learner.grad_norm_clip", math.isfinite(cfg.learner.grad_norm_clip), "finite (<= 0: no clipping)"),
         ("learner.on_nonfinite", cfg.learner.on_nonfinite in ("stop", "skip"), "'stop' or 'skip'"),
         ("learner.gamma", 0.0 <= cfg.learner.gamma <= 1.0, "in [0, 1]"),
-        ("learner.td_lambda", 0.0 <= cfg.learner.td_lambda <= 1.0, "in [0, 1]"),
-        ("learner.time_bucket", cfg.learner.time_bucket >= 0, ">= 0 (0 = train on every slot)"),
+        ("learner.td_lambda", not has("td_lambda") or 0.0 <= lc.td_lambda <= 1.0, "in [0, 1]"),
+        (
+            "learner.time_bucket",
+            not has("time_bucket") or lc.time_bucket >= 0,
+            ">= 0 (0 = train on every slot)",
+        ),
         ("runner.batch_size_run", cfg.runner.batch_size_run >= 1, ">= 1"),
         ("exploration.epsilon_start", 0.0 <= cfg.exploration.epsilon_start <= 1.0, "in [0, 1]"),
         ("exploration.epsilon_finish", 0.0 <= cfg.exploration.epsilon_finish <= 1.0, "in [0, 1]"),
@@ -191,7 +208,11 @@ def check_ranges(cfg: Config) -> None:
         ("log.test_interval", cfg.log.test_interval >= 1, ">= 1 env step"),
         ("log.histogram_interval", cfg.log.histogram_interval >= 1, ">= 1 env step"),
         ("checkpoint.save_interval", cfg.checkpoint.save_interval >= 0, ">= 0 (0 = only at the end)"),
-        ("learner.target_update_interval", cfg.learner.target_update_interval >= 1, ">= 1 episode"),
+        (
+            "learner.target_update_interval",
+            not has("target_update_interval") or lc.target_update_interval >= 1,
+            ">= 1 episode",
+        ),
         ("ms_threads", cfg.ms_threads >= 1, ">= 1"),
     ]
     for key, ok, allowed in checks:
