@@ -95,7 +95,7 @@ class PPOLearner:
         self.optimizer = make_optimizer(lc.optimizer, self.params, lc.lr, lc.optim_alpha, lc.optim_eps)
         self.value_norm = RunningMeanStd()
         self.train_steps = 0
-        self._hist: dict[str, np.ndarray] = {}
+        self._hist: tuple[np.ndarray, dict[str, np.ndarray]] | None = None  # for histograms()
         self._eval, self._step = self._make_graphs()
 
     # -------------------------------------------------------------------------------------- graphs
@@ -217,7 +217,7 @@ class PPOLearner:
         values = self.value_norm.denormalize(v_raw) if use_norm else v_raw
         adv, ret = self._targets(arr, values)
         mask = np.broadcast_to(arr["mask"], adv.shape) > 0
-        self._hist = {"policy_entropy": entropy[mask], "advantage": adv[mask], "value": values[:, :-1][mask]}
+        self._hist = (mask, {"policy_entropy": entropy, "advantage": adv, "value": values[:, :-1]})
         old_v = v_raw[:, :-1]  # the critic's own outputs: the value clip bounds how far they move
         if use_norm:  # targets use the statistics including this batch (MAPPO's ValueNorm order)
             self.value_norm.update(ret[mask])
@@ -251,7 +251,10 @@ class PPOLearner:
         """Per-transition distributions of the batch the last :meth:`train` used (``batch`` is that batch):
         the policy's entropy and the critic's value before the update, and the advantages (GAE, or G - V
         for the policy gradient) before normalisation."""
-        return dict(self._hist)
+        if self._hist is None:
+            return {}
+        mask, arrays = self._hist
+        return {k: v[mask] for k, v in arrays.items()}
 
     # ------------------------------------------------------------------------------ weights and state
     def make_controller(self, seed: int) -> PolicyController:
