@@ -7,7 +7,7 @@ MAP ?= 3m
 RESULTS ?= results
 PORT ?= 8080
 
-.PHONY: venv train test test-fast lint tables bench bench-env torchrl-env board board-env board-stop clean
+.PHONY: venv kernels train test test-fast lint tables bench bench-env torchrl-env board board-env board-stop clean
 
 # The virtual environment is (re)built whenever pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml
@@ -19,15 +19,20 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-train: venv
+# The compiled CPU kernels (marl/kernels/*.cc, cached under marl/kernels/_build); without a C++ compiler the
+# library falls back to its MindSpore reference path and says so in one line.
+kernels: venv
+	$(PY) -m marl.kernels
+
+train: kernels
 	$(PY) scripts/train_qmix.py --map $(MAP)
 
-test: venv
+test: kernels
 	$(PY) -m ruff check marl scripts tests benchmarks
 	$(PY) -m ruff format --check marl scripts tests benchmarks
 	$(PY) -m pytest -q
 
-test-fast: venv
+test-fast: kernels
 	$(PY) -m pytest -q -m "not slow"
 
 lint: venv
@@ -82,4 +87,4 @@ board-stop:
 	BOARD_VENV=$(BOARD_VENV) bash scripts/board.sh stop $(RESULTS) $(PORT)
 
 clean:
-	rm -rf $(VENV) $(BOARD_VENV) $(BENCH_VENV) .pytest_cache .ruff_cache rank_0
+	rm -rf $(VENV) $(BOARD_VENV) $(BENCH_VENV) .pytest_cache .ruff_cache rank_0 marl/kernels/_build

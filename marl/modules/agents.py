@@ -15,7 +15,7 @@ BatchMatMul on CPU whose weight gradient was measured ~3x slower.
 
 from __future__ import annotations
 
-from marl.modules.gru_bptt import GRUSequence, gru_forward
+from marl.modules.gru_kernel import gru_cells
 from marl.registry import register
 from marl.utils.ms import ms, nn, ops
 
@@ -35,7 +35,7 @@ class RNNAgent(nn.Cell):
 
     recurrent = True
 
-    def __init__(self, input_dim: int, hidden_dim: int, n_actions: int) -> None:
+    def __init__(self, input_dim: int, hidden_dim: int, n_actions: int, use_kernels: bool = True) -> None:
         super().__init__()
         _check_sizes(input_dim=input_dim, hidden_dim=hidden_dim, n_actions=n_actions)
         self.input_dim, self.hidden_dim, self.n_actions = input_dim, hidden_dim, n_actions
@@ -44,7 +44,8 @@ class RNNAgent(nn.Cell):
         self.fc2 = nn.Dense(hidden_dim, n_actions)
         self.relu = nn.ReLU()
         self.matmul_t = ops.MatMul(transpose_b=True)
-        self.sequence = GRUSequence()
+        # the recurrence over a sequence: compiled kernels where they build, else the MindSpore reference
+        self.sequence, self.forward_only = gru_cells(use_kernels)
 
     def construct(self, inputs_MI: ms.Tensor, h_MH: ms.Tensor) -> tuple[ms.Tensor, ms.Tensor]:
         x = self.relu(self.fc1(inputs_MI))
@@ -63,8 +64,8 @@ class RNNAgent(nn.Cell):
         """Q-values ``(B, T, N, A)`` from hidden state ``h0_MH`` (``M = B*N`` rows, batch-major) and the
         hidden state after the last slot (chunked BPTT carries it from one chunk to the next).
 
-        ``need_grad=False`` (target networks, no-grad passes) skips saving what the hand-written BPTT of
-        :class:`~marl.modules.gru_bptt.GRUSequence` needs."""
+        ``need_grad=False`` (target networks, no-grad passes) skips saving what the backward pass needs
+        (:mod:`marl.modules.gru_kernel`, or the reference :class:`~marl.modules.gru_bptt.GRUSequence`)."""
         b, t, n, i = inputs_BTNI.shape
         hd, m = self.hidden_dim, b * n
         w_ih, b_ih, w_hh, b_hh = self.rnn.weight_ih, self.rnn.bias_ih, self.rnn.weight_hh, self.rnn.bias_hh
@@ -78,7 +79,7 @@ class RNNAgent(nn.Cell):
         if need_grad:
             h_TMH = self.sequence(gi_rz, gi_n, h0_MH, w_hh, b_hh[2 * hd :])[0]
         else:
-            h_TMH = gru_forward(gi_rz, gi_n, h0_MH, w_hh, b_hh[2 * hd :])
+            h_TMH = self.forward_only(gi_rz, gi_n, h0_MH, w_hh, b_hh[2 * hd :])
         # Output layer on all steps at once; transpose the small (T, B, N, A) result, not the hiddens.
         q = self.fc2(h_TMH.reshape(t * m, hd))
         return q.reshape(t, b, n, self.n_actions).transpose(1, 0, 2, 3), h_TMH[t - 1]
