@@ -88,6 +88,29 @@ def test_kernel_equals_reference_forward_and_gradients(t: int, m: int, hd: int, 
     np.testing.assert_allclose(gru_forward(*args).asnumpy(), results[0][0], atol=1e-6)
 
 
+@pytest.mark.parametrize(("t", "m", "hd"), [(61, 96, 64), (20, 50, 32)])
+def test_kernel_threads_give_bitwise_identical_results(
+    monkeypatch: pytest.MonkeyPatch, t: int, m: int, hd: int
+) -> None:
+    """MARL_KERNEL_THREADS splits rows (independent in the recurrence) and the rows of d W_hh across threads:
+    every output is bitwise the same as on one thread, also when the rows do not divide evenly."""
+    lib = kernels.library("gru_seq")
+    args = _inputs(t, m, hd, seed=5, scale=1.0 / np.sqrt(hd))
+    seq, dh = GRUSequenceKernel(lib), _inputs(t, m, hd, seed=6, scale=1.0)[1]
+
+    def loss(*a: ms.Tensor) -> ms.Tensor:
+        return (seq(*a)[0] * dh).sum()
+
+    grad_fn = jit(ms.value_and_grad(loss, grad_position=(0, 1, 2, 3, 4)))
+    outs = {}
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("MARL_KERNEL_THREADS", threads)
+        outs[threads] = [seq(*args)[0].asnumpy(), *(g.asnumpy() for g in grad_fn(*args)[1])]
+    for threads in ("2", "3"):
+        for one, many in zip(outs["1"], outs[threads], strict=True):
+            np.testing.assert_array_equal(one, many)
+
+
 def _square_loss_grad(agent: RNNAgent):  # noqa: ANN202
     def loss(x_BTNI: ms.Tensor) -> ms.Tensor:
         return (agent.unroll(x_BTNI) ** 2).sum()

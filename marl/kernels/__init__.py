@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 
 SOURCES = {"gru_seq": Path(__file__).with_name("gru_seq.cc")}
-FLAGS = ("-O3", "-march=native", "-std=c++17", "-shared", "-fPIC")
+FLAGS = ("-O3", "-march=native", "-std=c++17", "-shared", "-fPIC", "-pthread")
 ENV_SWITCH = "MARL_KERNELS"
 
 

@@ -21,9 +21,12 @@
 // multiple of 16; other sizes use a plain loop. exp/sigmoid/tanh are written out (no libm call) so the
 // loops vectorise (tests hold them to a float64 reference).
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -45,7 +48,7 @@ void micro(const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb
       acc0[r] = load8(c + r * ldc);
       acc1[r] = load8(c + r * ldc + 8);
     } else {
-      acc0[r] = v8{} ;
+      acc0[r] = v8{};
       acc1[r] = v8{};
     }
   }
@@ -189,61 +192,88 @@ struct Dims {
   int64_t t, m, h;
 };
 
+// Kernel threads: MARL_KERNEL_THREADS (marl.utils.ms.setup sets it to the MindSpore thread count).
+int n_threads() {
+  const char* s = std::getenv("MARL_KERNEL_THREADS");
+  const int n = s ? std::atoi(s) : 1;
+  return n < 1 ? 1 : (n > 64 ? 64 : n);
+}
+
+// body(lo, hi) over [0, n) in chunks that are multiples of `align`, one chunk per kernel thread (the caller
+// runs the first). Rows of the recurrence are independent, so the chunks need no synchronisation; small
+// problems (under `min_work` units of work in all) stay on one thread, where starting one would cost more.
+template <class F>
+void parallel_chunks(int64_t n, int64_t align, int64_t work, F body) {
+  constexpr int64_t min_work = 1 << 18;
+  const int64_t nt = work < min_work ? 1 : n_threads();
+  const int64_t per = ((n + nt - 1) / nt + align - 1) / align * align;
+  std::vector<std::thread> pool;
+  for (int64_t lo = per; lo < n; lo += per) pool.emplace_back(body, lo, std::min(n, lo + per));
+  body(int64_t{0}, std::min(n, per));
+  for (auto& th : pool) th.join();
+}
+
 // Forward over all steps; writes h (T, M, H) and, when saved != nullptr, [r | z | n | hn] (T, M, 4H).
 void forward(const Dims& d, const float* gi_rz, const float* gi_n, const float* h0, const float* w_hh,
              const float* b_n, float* h_out, float* saved) {
   const int64_t t_len = d.t, m = d.m, hd = d.h, g3 = 3 * hd;
-  thread_local std::vector<float> wt, g;
+  thread_local std::vector<float> wt;
   wt.resize(hd * g3);
-  g.resize(m * g3);
   for (int64_t j = 0; j < g3; ++j)  // W_hh^T (H, 3H), so each step is one row-major product
     for (int64_t q = 0; q < hd; ++q) wt[q * g3 + j] = w_hh[j * hd + q];
-  const float* hprev = h0;
-  for (int64_t t = 0; t < t_len; ++t) {
-    gemm(m, g3, hd, hprev, hd, 1, wt.data(), g3, g.data(), g3, false);
-    const float* grz = gi_rz + t * m * 2 * hd;
-    const float* gn = gi_n + t * m * hd;
-    float* ht = h_out + t * m * hd;
-    for (int64_t i = 0; i < m; ++i) {
-      const float* gi = g.data() + i * g3;
-      const float* hp = hprev + i * hd;
-      float* sv = saved ? saved + (t * m + i) * 4 * hd : nullptr;
-      int64_t q = 0;
-      for (; q + 8 <= hd; q += 8) fwd_cols<v8>(q, hd, grz + i * 2 * hd, gn + i * hd, gi, b_n, hp, ht + i * hd, sv);
-      for (; q < hd; ++q) fwd_cols<float>(q, hd, grz + i * 2 * hd, gn + i * hd, gi, b_n, hp, ht + i * hd, sv);
+  const float* w = wt.data();
+  parallel_chunks(m, 6, t_len * m * hd * g3, [=](int64_t r0, int64_t r1) {
+    std::vector<float> g((r1 - r0) * g3);
+    const float* hprev = h0 + r0 * hd;
+    for (int64_t t = 0; t < t_len; ++t) {
+      gemm(r1 - r0, g3, hd, hprev, hd, 1, w, g3, g.data(), g3, false);
+      float* ht = h_out + (t * m + r0) * hd;
+      for (int64_t i = r0; i < r1; ++i) {
+        const float* gi = g.data() + (i - r0) * g3;
+        const float* grz = gi_rz + (t * m + i) * 2 * hd;
+        const float* gn = gi_n + (t * m + i) * hd;
+        const float* hp = hprev + (i - r0) * hd;
+        float* ho = ht + (i - r0) * hd;
+        float* sv = saved ? saved + (t * m + i) * 4 * hd : nullptr;
+        int64_t q = 0;
+        for (; q + 8 <= hd; q += 8) fwd_cols<v8>(q, hd, grz, gn, gi, b_n, hp, ho, sv);
+        for (; q < hd; ++q) fwd_cols<float>(q, hd, grz, gn, gi, b_n, hp, ho, sv);
+      }
+      hprev = ht;
     }
-    hprev = ht;
-  }
+  });
 }
 
 // Backward: from dL/dh (T, M, H) to dL/d(gi_rz, gi_n, h0, W_hh, b_hn).
 void backward(const Dims& d, const float* dh_out, const float* h, const float* saved, const float* h0,
               const float* w_hh, float* d_gi_rz, float* d_gi_n, float* d_h0, float* d_w, float* d_b) {
   const int64_t t_len = d.t, m = d.m, hd = d.h, g3 = 3 * hd;
-  thread_local std::vector<float> dg_all, carry;
-  dg_all.resize(t_len * m * g3);  // d of [W_hr h, W_hz h, W_hn h + b_hn] for every step
-  carry.assign(m * hd, 0.0f);
-  for (int64_t t = t_len - 1; t >= 0; --t) {
-    const float* hprev = t > 0 ? h + (t - 1) * m * hd : h0;
-    float* dg = dg_all.data() + t * m * g3;
-    for (int64_t i = 0; i < m; ++i) {
-      const float* sv = saved + (t * m + i) * 4 * hd;
-      const float* hp = hprev + i * hd;
-      const float* dho = dh_out + (t * m + i) * hd;
-      float* cr = carry.data() + i * hd;
-      float* dgi = dg + i * g3;
-      float* drz = d_gi_rz + (t * m + i) * 2 * hd;
-      float* dn = d_gi_n + (t * m + i) * hd;
-      int64_t q = 0;
-      for (; q + 8 <= hd; q += 8) bwd_cols<v8>(q, hd, sv, hp, dho, cr, dgi, drz, dn);
-      for (; q < hd; ++q) bwd_cols<float>(q, hd, sv, hp, dho, cr, dgi, drz, dn);
+  thread_local std::vector<float> dg_buf;
+  dg_buf.resize(t_len * m * g3);  // d of [W_hr h, W_hz h, W_hn h + b_hn] for every step
+  float* dg_all = dg_buf.data();
+  std::memset(d_h0, 0, sizeof(float) * m * hd);  // the carried dL/dh_{t-1}, which ends as dL/dh0
+  parallel_chunks(m, 6, t_len * m * hd * g3, [=](int64_t r0, int64_t r1) {
+    for (int64_t t = t_len - 1; t >= 0; --t) {
+      const float* hprev = t > 0 ? h + (t - 1) * m * hd : h0;
+      float* dg = dg_all + t * m * g3;
+      for (int64_t i = r0; i < r1; ++i) {
+        const float* sv = saved + (t * m + i) * 4 * hd;
+        const float* dho = dh_out + (t * m + i) * hd;
+        float* drz = d_gi_rz + (t * m + i) * 2 * hd;
+        float* dn = d_gi_n + (t * m + i) * hd;
+        int64_t q = 0;
+        for (; q + 8 <= hd; q += 8) bwd_cols<v8>(q, hd, sv, hprev + i * hd, dho, d_h0 + i * hd, dg + i * g3, drz, dn);
+        for (; q < hd; ++q) bwd_cols<float>(q, hd, sv, hprev + i * hd, dho, d_h0 + i * hd, dg + i * g3, drz, dn);
+      }
+      gemm(r1 - r0, hd, g3, dg + r0 * g3, g3, 1, w_hh, hd, d_h0 + r0 * hd, hd, true);
     }
-    gemm(m, hd, g3, dg, g3, 1, w_hh, hd, carry.data(), hd, true);
-  }
-  std::memcpy(d_h0, carry.data(), sizeof(float) * m * hd);
-  // d W_hh = sum_t dg_t^T h_{t-1}: the t = 0 block against h0, then the others against h[0..T-2]
-  gemm(g3, hd, m, dg_all.data(), 1, g3, h0, hd, d_w, hd, false);
-  if (t_len > 1) gemm(g3, hd, (t_len - 1) * m, dg_all.data() + m * g3, 1, g3, h, hd, d_w, hd, true);
+  });
+  // d W_hh = sum_t dg_t^T h_{t-1}: the t = 0 block against h0, then the others against h[0..T-2]; split by
+  // rows of d W_hh (columns of dg)
+  parallel_chunks(g3, 16, t_len * m * hd * g3, [=](int64_t j0, int64_t j1) {
+    gemm(j1 - j0, hd, m, dg_all + j0, 1, g3, h0, hd, d_w + j0 * hd, hd, false);
+    if (t_len > 1) gemm(j1 - j0, hd, (t_len - 1) * m, dg_all + m * g3 + j0, 1, g3, h, hd, d_w + j0 * hd, hd, true);
+  });
   for (int64_t q = 0; q < hd; ++q) d_b[q] = 0.0f;
   for (int64_t row = 0; row < t_len * m; ++row)
     for (int64_t q = 0; q < hd; ++q) d_b[q] += dg_all[row * g3 + 2 * hd + q];

@@ -4,9 +4,11 @@ Both agents expose the same interface:
 
 * ``construct(inputs_MI, h_MH) -> (q_MA, h_MH)``: one step for ``M`` rows (env x agent);
 * ``unroll(inputs_BTNI, need_grad=True) -> q_BTNA``: a whole padded episode batch, used by the learner.
-  ``T`` must be static: the Python loop over time is unrolled when the graph is compiled. Pass
-  ``need_grad=False`` where no gradient is taken (target networks): the RNN then skips saving
-  activations for its hand-written BPTT (:mod:`marl.modules.gru_bptt`).
+  ``T`` must be static. The RNN runs the recurrence over all ``T`` steps in one compiled kernel forward
+  and one backward (:mod:`marl.modules.gru_kernel`) where the kernels build, else in the readable
+  reference with its hand-written BPTT (:mod:`marl.modules.gru_bptt`, unrolled when the graph is
+  compiled). Pass ``need_grad=False`` where no gradient is taken (target networks): nothing is saved for
+  the backward pass.
 * ``hidden_dim`` and ``recurrent``.
 
 The unroll keeps every matmul 2-D (``(B*T*N, F) @ W.T``): a 4-D @ 2-D matmul becomes a broadcast
@@ -15,6 +17,7 @@ BatchMatMul on CPU whose weight gradient was measured ~3x slower.
 
 from __future__ import annotations
 
+from marl.modules.dense import BiasAdd, Dense
 from marl.modules.gru_kernel import gru_cells
 from marl.registry import register
 from marl.utils.ms import ms, nn, ops
@@ -39,11 +42,12 @@ class RNNAgent(nn.Cell):
         super().__init__()
         _check_sizes(input_dim=input_dim, hidden_dim=hidden_dim, n_actions=n_actions)
         self.input_dim, self.hidden_dim, self.n_actions = input_dim, hidden_dim, n_actions
-        self.fc1 = nn.Dense(input_dim, hidden_dim)
+        self.fc1 = Dense(input_dim, hidden_dim)
         self.rnn = nn.GRUCell(hidden_dim, hidden_dim)
-        self.fc2 = nn.Dense(hidden_dim, n_actions)
+        self.fc2 = Dense(hidden_dim, n_actions)
         self.relu = nn.ReLU()
         self.matmul_t = ops.MatMul(transpose_b=True)
+        self.bias_add = BiasAdd()
         # the recurrence over a sequence: compiled kernels where they build, else the MindSpore reference
         self.sequence, self.forward_only = gru_cells(use_kernels)
 
@@ -73,8 +77,8 @@ class RNNAgent(nn.Cell):
         # hoisted out of the loop (two 2-D matmuls), with the r/z part of b_hh folded into gi_rz.
         x = self.relu(self.fc1(inputs_BTNI.transpose(1, 0, 2, 3).reshape(t * m, i)))
         # BiasAdd, not a broadcast Add: measured ~7x faster on CPU for these (T*M, .) tensors.
-        gi_rz = ops.bias_add(self.matmul_t(x, w_ih[: 2 * hd]), b_ih[: 2 * hd] + b_hh[: 2 * hd])
-        gi_n = ops.bias_add(self.matmul_t(x, w_ih[2 * hd :]), b_ih[2 * hd :])
+        gi_rz = self.bias_add(self.matmul_t(x, w_ih[: 2 * hd]), b_ih[: 2 * hd] + b_hh[: 2 * hd])
+        gi_n = self.bias_add(self.matmul_t(x, w_ih[2 * hd :]), b_ih[2 * hd :])
         gi_rz, gi_n = gi_rz.reshape(t, m, 2 * hd), gi_n.reshape(t, m, hd)
         if need_grad:
             h_TMH = self.sequence(gi_rz, gi_n, h0_MH, w_hh, b_hh[2 * hd :])[0]
@@ -95,9 +99,9 @@ class MLPAgent(nn.Cell):
         super().__init__()
         _check_sizes(input_dim=input_dim, hidden_dim=hidden_dim, n_actions=n_actions)
         self.input_dim, self.hidden_dim, self.n_actions = input_dim, hidden_dim, n_actions
-        self.fc1 = nn.Dense(input_dim, hidden_dim)
-        self.fc2 = nn.Dense(hidden_dim, hidden_dim)
-        self.fc3 = nn.Dense(hidden_dim, n_actions)
+        self.fc1 = Dense(input_dim, hidden_dim)
+        self.fc2 = Dense(hidden_dim, hidden_dim)
+        self.fc3 = Dense(hidden_dim, n_actions)
         self.relu = nn.ReLU()
 
     def construct(self, inputs_MI: ms.Tensor, h_MH: ms.Tensor) -> tuple[ms.Tensor, ms.Tensor]:

@@ -8,6 +8,7 @@ the joint action. One network is shared by all agents; the agent id one-hot tell
 
 from __future__ import annotations
 
+from marl.modules.dense import Dense
 from marl.registry import register
 from marl.utils.ms import ms, nn, ops
 
@@ -32,9 +33,9 @@ class MADDPGCritic(nn.Cell):
                 raise ValueError(f"MADDPGCritic: {name} must be a positive int, got {v!r}")
         self.state_dim, self.n_agents, self.action_dim = state_dim, n_agents, action_dim
         self.input_dim = state_dim + n_agents * action_dim + (n_agents if n_agents > 1 else 0)
-        self.fc1 = nn.Dense(self.input_dim, hidden_dim)
-        self.fc2 = nn.Dense(hidden_dim, hidden_dim)
-        self.fc3 = nn.Dense(hidden_dim, 1)
+        self.fc1 = Dense(self.input_dim, hidden_dim)
+        self.fc2 = Dense(hidden_dim, hidden_dim)
+        self.fc3 = Dense(hidden_dim, 1)
         self.relu = nn.ReLU()
 
     def construct(self, state_MS: ms.Tensor, joint_action_MJ: ms.Tensor, agent_id_MN: ms.Tensor) -> ms.Tensor:

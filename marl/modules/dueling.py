@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from marl.modules.agents import MLPAgent, RNNAgent
+from marl.modules.dense import Dense
 from marl.registry import register
 from marl.utils.ms import ms, nn
 
@@ -29,8 +30,8 @@ class DuelingHead(nn.Cell):
 
     def __init__(self, hidden_dim: int, n_actions: int) -> None:
         super().__init__()
-        self.value = nn.Dense(hidden_dim, 1)
-        self.advantage = nn.Dense(hidden_dim, n_actions)
+        self.value = Dense(hidden_dim, 1)
+        self.advantage = Dense(hidden_dim, n_actions)
 
     def construct(self, h_MH: ms.Tensor) -> ms.Tensor:
         adv_MA = self.advantage(h_MH)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from marl.modules.dense import Dense
 from marl.registry import register
 from marl.utils.ms import ms, nn, ops
 
@@ -29,8 +30,8 @@ class VDNMixer(nn.Cell):
 
 def _hypernet(state_dim: int, out_dim: int, layers: int, hidden: int) -> nn.Cell:
     if layers == 1:
-        return nn.Dense(state_dim, out_dim)
-    return nn.SequentialCell(nn.Dense(state_dim, hidden), nn.ReLU(), nn.Dense(hidden, out_dim))
+        return Dense(state_dim, out_dim)
+    return nn.SequentialCell(Dense(state_dim, hidden), nn.ReLU(), Dense(hidden, out_dim))
 
 
 @register("mixer", "qmix")
@@ -63,8 +64,8 @@ class QMixer(nn.Cell):
         self.n_agents, self.state_dim, self.embed_dim = n_agents, state_dim, embed_dim
         self.hyper_w_1 = _hypernet(state_dim, embed_dim * n_agents, hypernet_layers, hypernet_dim)
         self.hyper_w_final = _hypernet(state_dim, embed_dim, hypernet_layers, hypernet_dim)
-        self.hyper_b_1 = nn.Dense(state_dim, embed_dim)
-        self.V = nn.SequentialCell(nn.Dense(state_dim, embed_dim), nn.ReLU(), nn.Dense(embed_dim, 1))
+        self.hyper_b_1 = Dense(state_dim, embed_dim)
+        self.V = nn.SequentialCell(Dense(state_dim, embed_dim), nn.ReLU(), Dense(embed_dim, 1))
         # Constant 0/1 matrices that turn the per-row products q^T W1 and hidden . w_final into 2-D
         # matmuls (broadcast-multiply + ReduceSum over a middle axis was measured ~1.7x slower, fwd+grad).
         eye = np.eye(embed_dim, dtype=np.float32)

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from marl.modules.dense import Dense
 from marl.registry import build
 from marl.utils.ms import Parameter, Tensor, ms, nn, ops
 
@@ -53,9 +54,9 @@ class ValueNet(nn.Cell):
             raise ValueError(
                 f"ValueNet needs positive sizes, got input_dim={input_dim}, hidden_dim={hidden_dim}"
             )
-        self.fc1 = nn.Dense(input_dim, hidden_dim)
-        self.fc2 = nn.Dense(hidden_dim, hidden_dim)
-        self.fc3 = nn.Dense(hidden_dim, 1)
+        self.fc1 = Dense(input_dim, hidden_dim)
+        self.fc2 = Dense(hidden_dim, hidden_dim)
+        self.fc3 = Dense(hidden_dim, 1)
         self.relu = nn.ReLU()
 
     def construct(self, x_BTNC: ms.Tensor) -> ms.Tensor:

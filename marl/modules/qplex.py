@@ -14,6 +14,7 @@ it as ``mixer(q_BTN, state_BTS, actions_BTNA, max_q_BTN)`` (:func:`marl.learners
 
 from __future__ import annotations
 
+from marl.modules.dense import Dense
 from marl.registry import register
 from marl.utils.ms import ms, nn, ops
 
@@ -24,8 +25,8 @@ _POSITIVE_EPS = 1e-10
 def _net(in_dim: int, out_dim: int, layers: int, hidden: int) -> nn.Cell:
     """A one-layer (``Dense``) or two-layer (``Dense-ReLU-Dense``) state-conditioned network."""
     if layers == 1:
-        return nn.Dense(in_dim, out_dim)
-    return nn.SequentialCell(nn.Dense(in_dim, hidden), nn.ReLU(), nn.Dense(hidden, out_dim))
+        return Dense(in_dim, out_dim)
+    return nn.SequentialCell(Dense(in_dim, hidden), nn.ReLU(), Dense(hidden, out_dim))
 
 
 @register("mixer", "qplex")
@@ -68,7 +69,7 @@ class QPLEXMixer(nn.Cell):
         self.hyper_b = _net(state_dim, n_agents, 2, embed_dim)  # b_i(s)
         self.key = _net(state_dim, n_heads, hypernet_layers, hypernet_dim)  # per-head scale, made > 0
         self.agent_w = _net(state_dim, n_heads * n_agents, hypernet_layers, hypernet_dim)  # made > 0
-        self.action_w = nn.Dense(state_dim + n_agents * n_actions, n_heads * n_agents)  # through sigmoid
+        self.action_w = Dense(state_dim + n_agents * n_actions, n_heads * n_agents)  # through sigmoid
 
     def importance(self, state_MS: ms.Tensor, actions_MNA: ms.Tensor) -> ms.Tensor:
         """``lambda_i(s, a) > 0`` of shape ``(M, N)`` for ``M`` rows of state and one-hot joint action."""

@@ -48,6 +48,8 @@ _THREADS_SET: int | None = None
 def setup(threads: int = 1, seed: int | None = None) -> None:
     """Select the CPU device, set the kernel thread count (once per process) and optionally the seed.
 
+    The compiled kernels of :mod:`marl.kernels` use the same count unless ``MARL_KERNEL_THREADS`` is set.
+
     ``threads_num`` can be set only once per process in MindSpore; calling ``setup`` again with the same
     value is a no-op, and with a different value keeps the first one and warns.
     """
@@ -57,6 +59,7 @@ def setup(threads: int = 1, seed: int | None = None) -> None:
     ms.set_device("CPU")
     if _THREADS_SET is None:
         ms.device_context.cpu.op_tuning.threads_num(int(threads))
+        os.environ.setdefault("MARL_KERNEL_THREADS", str(int(threads)))  # marl.kernels: same thread count
         _THREADS_SET = int(threads)
     elif _THREADS_SET != threads:
         warnings.warn(
