@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from test_q_learner import INFO, cfg, make_batch  # tests/ is on sys.path under pytest
 
+from marl import kernels
 from marl.buffers.episode import EpisodeBatch, Scheme
 from marl.config.schema import AgentConfig, Config, LearnerConfig, MixerConfig
 from marl.envs.base import EnvInfo
@@ -61,6 +62,7 @@ def test_resolve_bptt_chunk_auto_rule() -> None:
     assert resolve_bptt_chunk(0, 150, True) == 0  # 3s5z, MMM
     assert resolve_bptt_chunk(0, 120, True) == 0  # 8m, 2s3z
     assert resolve_bptt_chunk(-1, 400, True) == 0
+    assert resolve_bptt_chunk(0, 400, True, compiled=True) == 0  # the GRU kernels: whole episodes always
     assert resolve_bptt_chunk(7, 60, True) == 7
     assert resolve_bptt_chunk(7, 400, False) == 0  # a feed-forward agent has no time loop to cut
     with pytest.raises(ValueError, match="bptt_chunk"):
@@ -82,10 +84,25 @@ def test_chunk_group_sizes() -> None:
     assert chunk_group_sizes(0, 4) == []
 
 
-def test_auto_mode_trains_short_batches_on_the_whole_episode() -> None:
-    """Auto mode on a long-limit map: a batch of short episodes takes the exact whole-episode step (same
-    loss and gradient as bptt_chunk=-1); a batch holding a long episode takes the chunked one (same loss,
-    truncated gradient)."""
+@pytest.fixture
+def no_kernels(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    """The reference GRU path (as without a C++ compiler), where auto mode chunks long episodes."""
+    monkeypatch.setenv("MARL_KERNELS", "0")
+    kernels.library.cache_clear()
+    yield
+    kernels.library.cache_clear()
+
+
+def test_auto_mode_with_kernels_trains_long_episodes_whole() -> None:
+    info = EnvInfo(n_agents=2, n_actions=4, obs_shape=5, state_shape=6, episode_limit=240)
+    learner = QLearner(info, cfg(bptt_chunk=0))
+    assert kernels.library("gru_seq") is not None and learner.bptt_chunk == 0 and learner.hybrid_slots == 0
+
+
+def test_auto_mode_trains_short_batches_on_the_whole_episode(no_kernels: None) -> None:
+    """Auto mode on a long-limit map without the kernels: a batch of short episodes takes the exact
+    whole-episode step (same loss and gradient as bptt_chunk=-1); a batch holding a long episode takes the
+    chunked one (same loss, truncated gradient)."""
     info = EnvInfo(n_agents=2, n_actions=4, obs_shape=5, state_shape=6, episode_limit=240)
     whole = QLearner(info, cfg(bptt_chunk=-1))
     auto = QLearner(info, cfg(bptt_chunk=0))

@@ -79,8 +79,9 @@ class QLearnerConfig(BaseLearnerConfig):
     double_q: bool = True
     target_update_interval: int = 200  # episodes between hard target updates
     target_update_tau: float = 0.0  # > 0: soft (Polyak) update every train step instead
-    bptt_chunk: int = 0  # BPTT: 0 = auto (whole episode if episode_limit <= 200, else chunks of ~50
-    #   transitions: truncated BPTT, exact hidden states); -1 = whole episode; C > 0 = chunks of C
+    bptt_chunk: int = 0  # BPTT: 0 = auto (whole episode with the compiled GRU kernels, or without them if
+    #   episode_limit <= 200, else chunks of ~50 transitions: truncated BPTT, exact hidden states);
+    #   -1 = whole episode; C > 0 = chunks of C
     time_bucket: int = 16  # whole-episode BPTT: train on the slots up to the batch's longest episode,
     #   rounded up to a multiple of this (each length compiles once; exact); 0 = all slots
 

@@ -1,18 +1,20 @@
 """Chunked truncated BPTT for the Q-learner on long episodes (``learner.bptt_chunk``, see
 :func:`resolve_bptt_chunk`).
 
-The whole-episode step unrolls the time loop at compile time, so compile time grows with ``T``: with the
-hand-written GRU BPTT about 10 / 16 / 26 / 37 / 148 CPU s at T = 61 / 101 / 151 / 201 / 401, and time
-buckets compile each length once (benchmarks/results/long_episodes.md). Above
-``WHOLE_EPISODE_MAX_LIMIT`` the learner switches to truncated BPTT in chunks of ``C`` transitions: a no-grad
-chunk-by-chunk pass gives both nets' Q-values and the exact hidden state at every chunk start; double-Q +
-TD(lambda) targets are computed over the whole episode from them; the loss then runs over the live chunks as
-rows, each starting from its exact hidden state. The loss value is the whole-episode loss; the gradient
-lacks only the terms that flow back through a chunk's starting hidden state (exact when ``C >=
-episode_limit``). Every graph has at most ``C`` unrolled steps and static shapes, so each compiles once
-whatever the episode limit. In auto mode (``bptt_chunk = 0``, with time buckets) a batch whose episodes all
-fit in ``HYBRID_MAX_SLOTS`` bucketed slots -- most batches once the agents fight -- still takes the exact
-whole-episode step.
+With the compiled GRU kernels (:mod:`marl.modules.gru_kernel`) nothing is unrolled: the whole-episode step
+compiles in about 5 s at any ``T`` (4.9 / 4.5 / 4.7 s at T = 61 / 201 / 401), and auto mode always trains on
+whole episodes, pymarl's exact BPTT. Without them (no C++ compiler, ``MARL_KERNELS=0``) the reference
+recurrence is unrolled at compile time, so compile time grows with ``T``: with the hand-written GRU BPTT about
+10 / 16 / 26 / 37 / 148 CPU s at T = 61 / 101 / 151 / 201 / 401, and time buckets compile each length once
+(benchmarks/results/long_episodes.md). There, above ``WHOLE_EPISODE_MAX_LIMIT`` the learner switches to
+truncated BPTT in chunks of ``C`` transitions: a no-grad chunk-by-chunk pass gives both nets' Q-values and the
+exact hidden state at every chunk start; double-Q + TD(lambda) targets are computed over the whole episode
+from them; the loss then runs over the live chunks as rows, each starting from its exact hidden state. The
+loss value is the whole-episode loss; the gradient lacks only the terms that flow back through a chunk's
+starting hidden state (exact when ``C >= episode_limit``). Every graph has at most ``C`` unrolled steps and
+static shapes, so each compiles once whatever the episode limit. In auto mode (``bptt_chunk = 0``, with time
+buckets) a batch whose episodes all fit in ``HYBRID_MAX_SLOTS`` bucketed slots -- most batches once the agents
+fight -- still takes the exact whole-episode step.
 """
 
 from __future__ import annotations
@@ -43,12 +45,14 @@ AUTO_CHUNK = 50
 HYBRID_MAX_SLOTS = 64
 
 
-def resolve_bptt_chunk(bptt_chunk: int, episode_limit: int, recurrent: bool) -> int:
+def resolve_bptt_chunk(bptt_chunk: int, episode_limit: int, recurrent: bool, compiled: bool = False) -> int:
     """Transitions per truncated-BPTT chunk for ``learner.bptt_chunk``; 0 = whole-episode BPTT.
 
-    ``-1`` = whole episode; ``0`` = auto (whole episode when ``episode_limit <= WHOLE_EPISODE_MAX_LIMIT``,
-    else the episode split evenly into chunks of at most ``AUTO_CHUNK``); ``C > 0`` = chunks of ``C``.
-    A feed-forward agent has no loop over time, so it always trains on the whole episode.
+    ``-1`` = whole episode; ``0`` = auto (whole episode when the recurrence runs in the compiled kernels,
+    ``compiled``, whose compile time does not grow with ``T``, or when ``episode_limit <=
+    WHOLE_EPISODE_MAX_LIMIT``; else the episode split evenly into chunks of at most ``AUTO_CHUNK``);
+    ``C > 0`` = chunks of ``C``. A feed-forward agent has no loop over time, so it always trains on the
+    whole episode.
     """
     if not isinstance(bptt_chunk, int) or bptt_chunk < -1:
         raise ValueError(
@@ -58,7 +62,7 @@ def resolve_bptt_chunk(bptt_chunk: int, episode_limit: int, recurrent: bool) -> 
     if not recurrent or bptt_chunk == -1:
         return 0
     if bptt_chunk == 0:
-        if episode_limit <= WHOLE_EPISODE_MAX_LIMIT:
+        if compiled or episode_limit <= WHOLE_EPISODE_MAX_LIMIT:
             return 0
         n_chunks = -(-episode_limit // AUTO_CHUNK)
         return -(-episode_limit // n_chunks)

@@ -36,6 +36,7 @@ from marl.learners.targets import (
     transition_mask,
 )
 from marl.modules.agents import RNNAgent
+from marl.modules.gru_kernel import GRUSequenceKernel
 from marl.registry import build, get, names, register
 from marl.utils.ms import (
     Tensor,
@@ -119,7 +120,10 @@ class QLearner(ChunkedBPTT):
         check_time_bucket(lc.time_bucket)
         self._lambda_consts: dict[int, tuple[ms.Tensor, ms.Tensor]] = {}
         self.bptt_chunk = resolve_bptt_chunk(
-            lc.bptt_chunk, info.episode_limit, bool(getattr(self.nets.agent, "recurrent", False))
+            lc.bptt_chunk,
+            info.episode_limit,
+            bool(getattr(self.nets.agent, "recurrent", False)),
+            compiled=isinstance(getattr(self.nets.agent, "sequence", None), GRUSequenceKernel),
         )
         if self.bptt_chunk and not isinstance(self.nets.agent, RNNAgent):
             raise ValueError(
