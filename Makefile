@@ -7,7 +7,7 @@ MAP ?= 3m
 RESULTS ?= results
 PORT ?= 8080
 
-.PHONY: venv kernels train test test-fast lint tables bench bench-env torchrl-env board board-env board-stop clean
+.PHONY: venv kernels train test test-fast lint tables bench bench-env bench-step torchrl-env board board-env board-stop clean
 
 # The virtual environment is (re)built whenever pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml
@@ -43,15 +43,24 @@ lint: venv
 tables: venv
 	$(PY) scripts/report.py --readme
 
-# JAX needs numpy 2, MindSpore numpy < 2: JaxMARL's SMAX (the throughput peer) lives in its own venv.
+# JAX needs numpy 2, MindSpore numpy < 2: JaxMARL's SMAX (the throughput peer) and the JAX learner step
+# (benchmarks/jax_qmix_step.py) live in their own venv. jax 0.10.2 is the newest release for Python 3.11
+# (0.11 and later need Python >= 3.12); the stamp names the version, so changing it reinstalls.
 BENCH_VENV ?= .venv-bench
-$(BENCH_VENV)/.installed:
+JAX_VERSION ?= 0.10.2
+$(BENCH_VENV)/.installed-jax$(JAX_VERSION):
 	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
 	$(BENCH_VENV)/bin/python -m pip install -q --upgrade pip
-	$(BENCH_VENV)/bin/python -m pip install -q jaxmarl
+	$(BENCH_VENV)/bin/python -m pip install -q "jax==$(JAX_VERSION)" "jaxlib==$(JAX_VERSION)" "numpy>=2" jaxmarl
 	touch $@
 
-bench-env: venv $(BENCH_VENV)/.installed
+bench-env: venv $(BENCH_VENV)/.installed-jax$(JAX_VERSION)
+
+# The QMIX learner step: MindSpore vs PyTorch eager, torch.compile (torch 2.13 CPU, the `bench` extra) and JAX.
+STEP_ARGS ?=
+bench-step: bench-env
+	$(PY) -m pip install -q -e ".[bench]"
+	$(PY) benchmarks/learner_step.py --jax-python $(BENCH_VENV)/bin/python $(STEP_ARGS)
 
 # TorchRL (torch 2.13 CPU) with this package's engine-only install (no MindSpore), for benchmarks/torchrl_mappo.py.
 TORCHRL_VENV ?= .venv-torchrl
@@ -63,9 +72,7 @@ $(TORCHRL_VENV)/.installed: pyproject.toml
 
 torchrl-env: $(TORCHRL_VENV)/.installed
 
-bench: bench-env
-	$(PY) -m pip install -q -e ".[bench]"
-	$(PY) benchmarks/learner_step.py
+bench: bench-step
 	$(PY) benchmarks/sim_throughput.py
 	$(PY) benchmarks/fidelity.py
 	$(MAKE) torchrl-env

@@ -1,13 +1,24 @@
-"""QMIX train-step benchmark at SMAC 3m sizes: marl (MindSpore) vs an equivalent PyTorch step, same run.
+"""QMIX learner-step benchmark: marl (MindSpore) vs PyTorch eager, ``torch.compile`` and JAX, same run.
 
-Both sides run the same maths on the same batch with the same initial weights (the MindSpore weights
-are copied into torch and the first losses are compared): RNN agent (Dense 64 -> GRUCell -> Dense),
-QMIX mixer (embed 32, two-layer hypernets of 64), target nets, double Q, TD(lambda) targets,
-0.5 * masked MSE, grad-norm clipping at 10 and Adam -- the defaults of ``LearnerConfig``. Batch: 32
-episodes x 61 slots, episode lengths 20-60. Steps alternate in blocks between the two frameworks so
-both see the same machine load. Also measures acting latency of ``MultiAgentController``.
+All contenders run the same maths on the same batches from the same initial weights (MindSpore's, copied
+over; the first losses are compared): RNN agent (Dense 64 -> GRUCell -> Dense), QMIX mixer (embed 32,
+two-layer hypernets of 64), target nets, double Q, TD(lambda) targets, 0.5 * masked MSE, grad-norm
+clipping at 10 and Adam -- the defaults of ``LearnerConfig``. Batch: 32 episodes x (episode_limit + 1)
+slots, the first episode full length, the others 20..limit. Steps alternate in blocks between the
+contenders so all see the same machine load.
 
-    .venv/bin/python benchmarks/learner_step.py [--steps 40] [--ms-threads 1] [--torch-threads 1]
+* ``ms``: marl's ``QLearner.train`` (one ``ms.jit`` graph). ``torch``: the pymarl2-style step in PyTorch
+  eager (``torch_qmix_step.py``). ``torch-compile``: the same step under ``torch.compile``.
+* ``jax``: one ``jax.jit`` function for the whole step, GRU in ``lax.scan`` (``jax_qmix_step.py``). JAX
+  needs NumPy 2, so it runs in the bench venv (``make bench-env``) as a worker process fed through an
+  ``.npz`` and answering "run k steps" requests, so its blocks still alternate with the others.
+
+Map sizes (agents, obs, state, actions, episode limit) come from the project's SMAC map data
+(``StarCraft2Env.get_env_info``). GFLOP/s counts the matmul FLOPs of one step (:func:`step_matmul_flops`).
+Results are appended to ``results/learner_step.md`` as a dated section.
+
+    .venv/bin/python benchmarks/learner_step.py [--steps 40] [--map-sizes 3m,8m,27m_vs_30m]
+        [--contenders ms,torch,torch-compile,jax] [--jax-python .venv-bench/bin/python]
 """
 
 from __future__ import annotations
@@ -16,143 +27,32 @@ import argparse
 import os
 import platform
 import shlex
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from marl.buffers.episode import EpisodeBatch, Scheme  # noqa: E402
+from jax_qmix_step import JaxWorker, write_npz  # noqa: E402
+from qmix_workload import batch_arrays, map_info, step_matmul_flops, synthetic_batch  # noqa: E402
+from torch_qmix_step import torch_peer  # noqa: E402
+
 from marl.config.schema import AgentConfig, Config, ExplorationConfig, LearnerConfig  # noqa: E402
-from marl.controllers import MultiAgentController, build_agent_inputs  # noqa: E402
+from marl.controllers import MultiAgentController  # noqa: E402
 from marl.envs.base import EnvInfo  # noqa: E402
 from marl.learners import QLearner  # noqa: E402
-from marl.learners.targets import transition_mask  # noqa: E402
 from marl.utils.ms import ms, params_to_numpy, setup  # noqa: E402
 
-INFO_3M = EnvInfo(n_agents=3, n_actions=9, obs_shape=30, state_shape=48, episode_limit=60)
-
-
-def synthetic_batch(info: EnvInfo, b: int, seed: int, max_len: int = 0) -> EpisodeBatch:
-    """``b`` padded episodes of random length ``min(20, max_len)..max_len`` (default: the episode limit;
-    the first episode is ``max_len`` long, shorter ones terminate)."""
-    rng = np.random.default_rng(seed)
-    eb = EpisodeBatch(Scheme(info), b)
-    t_slots, n, a = info.episode_limit + 1, info.n_agents, info.n_actions
-    max_len = max_len or info.episode_limit
-    for row in range(b):
-        ep_len = max_len if row == 0 else int(rng.integers(min(20, max_len), max_len + 1))
-        d = eb.data
-        d["obs"][row, : ep_len + 1] = rng.normal(size=(ep_len + 1, n, info.obs_shape))
-        d["state"][row, : ep_len + 1] = rng.normal(size=(ep_len + 1, info.state_shape))
-        avail = (rng.random((ep_len + 1, n, a)) < 0.7).astype(np.int32)
-        avail[..., 0] = 1
-        d["avail_actions"][row, : ep_len + 1] = avail
-        scores = np.where(avail[:ep_len] > 0, rng.random((ep_len, n, a)), -1.0)
-        act = scores.argmax(2)
-        d["actions"][row, :ep_len, :, 0] = act
-        d["actions_onehot"][row, :ep_len] = np.eye(a, dtype=np.float32)[act]
-        d["reward"][row, :ep_len, 0] = rng.normal(size=ep_len)
-        d["terminated"][row, ep_len - 1, 0] = float(ep_len < info.episode_limit)
-        d["filled"][row, : ep_len + 1, 0] = 1.0
-    assert t_slots == eb.max_seq_length
-    return eb
-
-
-# ------------------------------------------------------------------------------------ PyTorch peer
-def torch_peer(info: EnvInfo, cfg: Config, weights: dict[str, np.ndarray]):  # noqa: ANN201
-    """An equivalent PyTorch QMIX learner (pymarl2 style), initialised with ``weights``."""
-    import torch
-    from torch import nn
-
-    n, a, hd, e = info.n_agents, info.n_actions, cfg.agent.hidden_dim, cfg.mixer.embed_dim
-    s, hyp, in_dim = info.state_shape, cfg.mixer.hypernet_dim, weights["agent.fc1.weight"].shape[1]
-
-    class Agent(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.fc1, self.rnn, self.fc2 = nn.Linear(in_dim, hd), nn.GRUCell(hd, hd), nn.Linear(hd, a)
-
-        def unroll(self, x: torch.Tensor) -> torch.Tensor:  # (B, T, N, I) -> (B, T, N, A), pymarl loop
-            b, t = x.shape[:2]
-            h = x.new_zeros(b * n, hd)
-            out = []
-            for i in range(t):
-                h = self.rnn(torch.relu(self.fc1(x[:, i].reshape(b * n, -1))), h)
-                out.append(self.fc2(h).view(b, n, a))
-            return torch.stack(out, 1)
-
-    class Mixer(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.hyper_w_1 = nn.Sequential(nn.Linear(s, hyp), nn.ReLU(), nn.Linear(hyp, e * n))
-            self.hyper_w_final = nn.Sequential(nn.Linear(s, hyp), nn.ReLU(), nn.Linear(hyp, e))
-            self.hyper_b_1 = nn.Linear(s, e)
-            self.V = nn.Sequential(nn.Linear(s, e), nn.ReLU(), nn.Linear(e, 1))
-
-        def forward(self, q: torch.Tensor, st: torch.Tensor) -> torch.Tensor:
-            b = q.size(0)
-            st = st.reshape(-1, s)
-            q = q.reshape(-1, 1, n)
-            w1 = torch.abs(self.hyper_w_1(st)).view(-1, n, e)
-            hidden = torch.nn.functional.elu(torch.bmm(q, w1) + self.hyper_b_1(st).view(-1, 1, e))
-            w_final = torch.abs(self.hyper_w_final(st)).view(-1, e, 1)
-            return (torch.bmm(hidden, w_final) + self.V(st).view(-1, 1, 1)).view(b, -1, 1)
-
-    class Nets(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.agent, self.target_agent, self.mixer, self.target_mixer = Agent(), Agent(), Mixer(), Mixer()
-
-    nets = Nets()
-    nets.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in weights.items()})
-    params = list(nets.agent.parameters()) + list(nets.mixer.parameters())
-    opt = torch.optim.Adam(params, lr=cfg.learner.lr)
-    gamma, lam = cfg.learner.gamma, cfg.learner.td_lambda
-
-    def step(inputs, avail, actions, reward, term, mask, state) -> float:  # noqa: ANN001
-        q = nets.agent.unroll(inputs)
-        chosen = torch.gather(q[:, :-1], 3, actions).squeeze(3)
-        with torch.no_grad():
-            tq = nets.target_agent.unroll(inputs)
-            q_det = q.clone().detach()
-            q_det[avail == 0] = -9999999.0
-            best = q_det.max(dim=3, keepdim=True)[1]
-            tmax = nets.target_mixer(torch.gather(tq, 3, best).squeeze(3), state)
-            ret = torch.zeros_like(tmax)
-            ret[:, -1] = tmax[:, -1] * (1 - term.sum(dim=1))
-            for t in range(ret.shape[1] - 2, -1, -1):
-                ret[:, t] = lam * gamma * ret[:, t + 1] + mask[:, t] * (
-                    reward[:, t] + (1 - lam) * gamma * tmax[:, t + 1] * (1 - term[:, t])
-                )
-            targets = ret[:, :-1]
-        chosen = nets.mixer(chosen, state[:, :-1])
-        td = (chosen - targets) * mask
-        loss = 0.5 * (td**2).sum() / mask.sum()
-        opt.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, cfg.learner.grad_norm_clip)
-        opt.step()
-        return float(loss.item())
-
-    return step
-
-
-def batch_arrays(batch: EpisodeBatch, cfg: Config) -> list[np.ndarray]:
-    """The same NumPy arrays the MindSpore learner builds, for the torch step."""
-    a = cfg.agent
-    return [
-        build_agent_inputs(batch["obs"], batch["actions_onehot"], a.obs_last_action, a.obs_agent_id),
-        batch["avail_actions"].astype(np.int64),
-        batch["actions"][:, :-1].astype(np.int64),
-        batch["reward"][:, :-1],
-        batch["terminated"][:, :-1],
-        transition_mask(batch["filled"], batch["terminated"]),
-        batch["state"],
-    ]
+__all__ = ["batch_arrays", "map_info", "step_matmul_flops", "synthetic_batch", "torch_peer"]
+CONTENDERS = ("ms", "torch", "torch-compile", "jax")
+LABELS = {"ms": "MindSpore", "torch": "PyTorch eager", "torch-compile": "torch.compile", "jax": "JAX jit"}
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -161,10 +61,10 @@ def pct(xs: list[float], q: float) -> float:
 
 def acting_latency(info: EnvInfo, learner: QLearner, envs: int, calls: int) -> float:
     """Median microseconds of ``select_actions`` (numpy obs -> numpy actions) for ``envs`` envs."""
-    weights = learner.actor_weights()
-    mac = MultiAgentController(info, AgentConfig(), ExplorationConfig(), seed=0, weights=weights)
-    rng = np.random.default_rng(0)
-    obs = rng.normal(size=(envs, info.n_agents, info.obs_shape)).astype(np.float32)
+    mac = MultiAgentController(
+        info, AgentConfig(), ExplorationConfig(), seed=0, weights=learner.actor_weights()
+    )
+    obs = np.random.default_rng(0).normal(size=(envs, info.n_agents, info.obs_shape)).astype(np.float32)
     avail = np.ones((envs, info.n_agents, info.n_actions), np.int32)
     mac.init_hidden(envs)
     times = []
@@ -176,104 +76,209 @@ def acting_latency(info: EnvInfo, learner: QLearner, envs: int, calls: int) -> f
     return statistics.median(times) * 1e6
 
 
+# ------------------------------------------------------------------------------------ contenders
+class Contender:
+    """One implementation of the step: ``run(k, batch_index)`` times ``k`` steps on one batch and returns
+    ``(seconds per step, loss of the last step)``."""
+
+    def __init__(self, key: str, run, first_loss: float, first_call_s: float, compile_s: float | None = None):  # noqa: ANN001
+        self.key, self.run, self.first_loss, self.first_call_s = key, run, first_loss, first_call_s
+        self.compile_s, self.times, self.last_loss = compile_s, [], float("nan")
+
+    def block(self, k: int, i: int) -> None:
+        times, self.last_loss = self.run(k, i)
+        self.times += times
+
+
+def timed(fn, *args) -> tuple[float, float]:  # noqa: ANN001
+    """``(result, seconds)`` of one call."""
+    t0 = time.perf_counter()
+    out = fn(*args)
+    return out, time.perf_counter() - t0
+
+
+def loop(fn, batches: list) -> callable:  # noqa: ANN001
+    """``run(k, i)``: ``k`` timed calls of ``fn(*batches[i])`` (``fn`` returns the loss)."""
+
+    def run(k: int, i: int) -> tuple[list[float], float]:
+        out = [timed(fn, *batches[i % len(batches)]) for _ in range(k)]
+        return [dt for _, dt in out], float(out[-1][0])
+
+    return run
+
+
+def build_contenders(name: str, args: argparse.Namespace, notes: list[str], workers: list) -> tuple:  # noqa: ANN001
+    """Every chosen contender on map ``name``'s sizes, each after its first (compiling) step on batch 0."""
+    info = map_info(name)
+    cfg = Config(learner=LearnerConfig(batch_size=args.batch, use_jit=True))
+    batches = [synthetic_batch(info, args.batch, seed) for seed in range(4)]
+    learner = QLearner(info, cfg)
+    weights = params_to_numpy(learner.nets)
+    arrays = [batch_arrays(b, cfg) for b in batches]
+    out = []
+    out_ms, dt = timed(learner.train, batches[0], 0, 0)
+    ms_step = loop(lambda b: learner.train(b, 0, 0)["loss"], [[b] for b in batches])
+    out.append(Contender("ms", ms_step, out_ms["loss"], dt))
+    torch_keys = [k for k in ("torch", "torch-compile") if k in args.contenders]
+    if torch_keys:
+        try:
+            import torch
+        except ImportError:
+            notes.append("torch not installed (`pip install -e '.[bench]'`): torch contenders skipped")
+            torch_keys = []
+    tb = [[torch.from_numpy(x) for x in arr] for arr in arrays] if torch_keys else []
+    if torch_keys:  # the analytic matmul count against torch's own FLOP counter, on a separate copy
+        from torch.utils.flop_counter import FlopCounterMode
+
+        torch.set_num_threads(args.torch_threads)
+        with FlopCounterMode(display=False) as counter:
+            torch_peer(info, cfg, weights)(*tb[0])
+        flops = step_matmul_flops(info, cfg, args.batch, info.episode_limit + 1)
+        notes.append(
+            f"{name}: matmul FLOPs per step {flops:,} (analytic); torch.utils.flop_counter on the eager "
+            f"step: {counter.get_total_flops():,}"
+        )
+    for key in torch_keys:
+        step = torch_peer(info, cfg, weights, compile=key == "torch-compile")
+        loss, dt = timed(step, *tb[0])
+        out.append(Contender(key, loop(step, tb), loss, dt))
+    if "jax" in args.contenders:
+        if not Path(args.jax_python).exists():
+            notes.append(f"{args.jax_python} missing (`make bench-env`): JAX skipped")
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                write_npz(Path(tmp) / "step.npz", info, cfg, weights, arrays)
+                worker = JaxWorker(args.jax_python, Path(tmp) / "step.npz", args.jax_threads)
+            workers.append(worker)
+            h = worker.hello
+            out.append(Contender("jax", worker.run, h["first_loss"], h["first_call_s"], h["compile_s"]))
+            if h["versions"] not in notes:
+                notes.append(h["versions"])
+    return info, cfg, learner, out
+
+
+def bench_map(name: str, args: argparse.Namespace, notes: list[str]) -> list[str]:
+    """Markdown table rows (and printed lines) for map ``name``'s sizes."""
+    workers: list[JaxWorker] = []
+    try:
+        info, cfg, learner, cons = build_contenders(name, args, notes, workers)
+        for i in range(3):  # warm-up (also updates: every contender sees the same batch sequence)
+            for c in cons:
+                c.run(1, i)
+        done = 0
+        while done < args.steps:
+            for c in cons:
+                c.block(args.block, done)
+            done += args.block
+    finally:
+        for w in workers:
+            w.close()
+    t = info.episode_limit + 1
+    flops = step_matmul_flops(info, cfg, args.batch, t)
+    ms_med = statistics.median(cons[0].times)
+    rows = []
+    for c in cons:
+        med = statistics.median(c.times)
+        compile_s = c.compile_s if c.compile_s is not None else c.first_call_s - med
+        rows.append(
+            f"| {name} | {LABELS[c.key]} | {med * 1e3:.1f} | {pct(c.times, 10) * 1e3:.1f} | "
+            f"{pct(c.times, 90) * 1e3:.1f} | {med / ms_med:.2f}x | {flops / med / 1e9:.1f} | "
+            f"{c.first_call_s:.1f} | {'-' if c.key == 'torch' else f'{compile_s:.1f}'} | {c.first_loss:.7f} |"
+        )
+        print(rows[-1], flush=True)
+    diff = max(abs(c.first_loss - cons[0].first_loss) for c in cons)
+    last = ", ".join(f"{LABELS[c.key]} {c.last_loss:.6f}" for c in cons)
+    act = [acting_latency(info, learner, e, args.acting_calls) for e in (1, 8)]
+    notes.append(
+        f"{name}: {info.n_agents} agents, obs {info.obs_shape}, state {info.state_shape}, {info.n_actions} "
+        f"actions, batch {args.batch} x {t} slots; {flops / 1e9:.2f} GFLOP of matmuls per step; first losses "
+        f"agree to {diff:.1e} (max abs difference to MindSpore); loss of the last step, after "
+        f"{3 + done} updates on the same batches: {last}; acting (NumPy actor) 1 env {act[0]:.0f} us, "
+        f"8 envs {act[1]:.0f} us"
+    )
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=40, help="timed steps per framework")
+    ap.add_argument("--steps", type=int, default=40, help="timed steps per contender and map")
     ap.add_argument("--block", type=int, default=5, help="steps per alternating block")
+    ap.add_argument("--batch", type=int, default=32, help="episodes per batch")
+    ap.add_argument("--map-sizes", default="3m", help="comma-separated SMAC maps whose sizes to use")
+    ap.add_argument("--contenders", default=",".join(CONTENDERS), help="comma-separated; ms is always run")
     ap.add_argument("--ms-threads", type=int, default=1)
     ap.add_argument("--torch-threads", type=int, default=1)
+    ap.add_argument("--jax-threads", type=int, default=1)
+    ap.add_argument("--jax-python", default=str(ROOT / ".venv-bench" / "bin" / "python"))
     ap.add_argument("--acting-calls", type=int, default=2000)
     ap.add_argument("--note", default="", help="a line about the conditions (e.g. a shared machine)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "learner_step.md"))
     args = ap.parse_args()
+    args.contenders = [c.strip() for c in args.contenders.split(",") if c.strip()]
+    bad = sorted(set(args.contenders) - set(CONTENDERS))
+    if bad:
+        ap.error(f"unknown contenders {bad}; allowed: {', '.join(CONTENDERS)}")
+    from marl.envs.smac import list_maps
+
+    maps = [m.strip() for m in args.map_sizes.split(",") if m.strip()]
+    unknown = sorted(set(maps) - set(list_maps()))
+    if unknown or not maps:
+        ap.error(f"unknown maps {unknown} in --map-sizes; known: {', '.join(list_maps())}")
+    for key in ("steps", "block", "batch"):
+        if getattr(args, key) < 1:
+            ap.error(f"--{key} must be >= 1, got {getattr(args, key)}")
 
     setup(args.ms_threads, seed=0)
-    info = INFO_3M
-    cfg = Config(learner=LearnerConfig(batch_size=32, use_jit=True))
-    batches = [synthetic_batch(info, 32, seed) for seed in range(4)]
-    learner = QLearner(info, cfg)
-    weights = params_to_numpy(learner.nets)
-
-    t0 = time.perf_counter()
-    ms_first = learner.train(batches[0], 0, 0)["loss"]
-    first_call = time.perf_counter() - t0
-
-    torch_rows = "torch not installed"
-    torch_times: list[float] = []
+    cache = None
+    if "torch-compile" in args.contenders and "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        cache = tempfile.mkdtemp(prefix="inductor-")  # an empty cache: the compile time is a cold one
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+    load0, started = os.getloadavg(), time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    notes: list[str] = []
+    header = (
+        "| map | contender | median ms | p10 | p90 | vs MindSpore | GFLOP/s | first call s | compile s "
+        "| first loss |"
+    )
+    print(header)
+    try:
+        rows = [r for m in maps for r in bench_map(m, args, notes)]
+    finally:
+        if cache:
+            shutil.rmtree(cache, ignore_errors=True)
+    load1 = os.getloadavg()
     try:
         import torch
 
-        torch.set_num_threads(args.torch_threads)
-        torch_step = torch_peer(info, cfg, weights)
-        tb = [[torch.from_numpy(np.ascontiguousarray(x)) for x in batch_arrays(b, cfg)] for b in batches]
-        torch_first = torch_step(*tb[0])
-        torch_rows = f"torch {torch.__version__}"
+        torch_v = f"torch {torch.__version__}"
     except ImportError:
-        torch_step, torch_first = None, float("nan")
-    print(f"first loss: MindSpore {ms_first:.7f}  torch {torch_first:.7f}  (same weights, same batch)")
-
-    ms_times: list[float] = []
-    for i in range(3):  # warm-up
-        learner.train(batches[i % 4], 0, 0)
-        if torch_step is not None:
-            torch_step(*tb[i % 4])
-    done = 0
-    while done < args.steps:
-        for _ in range(args.block):
-            t0 = time.perf_counter()
-            learner.train(batches[done % 4], 0, 0)
-            ms_times.append(time.perf_counter() - t0)
-        if torch_step is not None:
-            for _ in range(args.block):
-                t0 = time.perf_counter()
-                torch_step(*tb[done % 4])
-                torch_times.append(time.perf_counter() - t0)
-        done += args.block
-    ms_med = statistics.median(ms_times) * 1e3
-    steady = ms_med / 1e3
-    compile_s = first_call - steady
-    lines = [
-        f"MindSpore ms/step: median {ms_med:.1f}  p10 {pct(ms_times, 10) * 1e3:.1f}  "
-        f"p90 {pct(ms_times, 90) * 1e3:.1f}",
-    ]
-    if torch_times:
-        th_med = statistics.median(torch_times) * 1e3
-        lines.append(
-            f"PyTorch   ms/step: median {th_med:.1f}  p10 {pct(torch_times, 10) * 1e3:.1f}  "
-            f"p90 {pct(torch_times, 90) * 1e3:.1f}"
-        )
-        lines.append(f"ratio MindSpore/PyTorch (medians): {ms_med / th_med:.2f}x")
-    lines.append(f"MindSpore first call {first_call:.1f} s -> compile ~{compile_s:.1f} s")
-    act1 = acting_latency(info, learner, 1, args.acting_calls)
-    act8 = acting_latency(info, learner, 8, args.acting_calls)
-    lines.append(
-        f"acting (controller.select_actions, NumPy actor): 1 env {act1:.0f} us, 8 envs {act8:.0f} us"
-    )
-    print("\n".join(lines))
-
-    load = os.getloadavg()
+        torch_v = "no torch"
     md = [
-        "# Learner step benchmark (QMIX, SMAC 3m sizes)",
+        "",
+        f"## {started}: MindSpore vs PyTorch eager, torch.compile and JAX ({', '.join(maps)} sizes)",
         "",
         f"- command: `.venv/bin/python benchmarks/learner_step.py {shlex.join(sys.argv[1:])}`".rstrip(),
-        f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; nproc: {os.cpu_count()}; "
-        f"load average before the report: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
-        f"- software: Python {platform.python_version()}, MindSpore {ms.__version__}, {torch_rows}, "
-        f"numpy {np.__version__}; MS threads {args.ms_threads}, torch threads {args.torch_threads}; "
-        f"MS_DEV_HOST_BLOCKING_RUN={os.environ.get('MS_DEV_HOST_BLOCKING_RUN')}",
-        "- workload: 3 agents, obs 30, state 48, 9 actions, batch 32 x 61 slots, episode lengths 20-60; "
-        "TD(lambda=0.6) double-Q QMIX, Adam, clip 10",
-        f"- {args.steps} timed steps per framework after 3 warm-up steps, alternating blocks of {args.block}",
+        f"- date: {started}; nproc: {os.cpu_count()}; load average before: {load0[0]:.2f} {load0[1]:.2f} "
+        f"{load0[2]:.2f}, after: {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}",
+        f"- software: Python {platform.python_version()}, MindSpore {ms.__version__}, {torch_v}, numpy "
+        f"{np.__version__}; threads: MindSpore {args.ms_threads}, torch {args.torch_threads}, XLA "
+        f"{args.jax_threads}; MS_DEV_HOST_BLOCKING_RUN={os.environ.get('MS_DEV_HOST_BLOCKING_RUN')}",
+        f"- {args.steps} timed steps per contender after 3 warm-up steps, alternating blocks of "
+        f"{args.block}; compile s: first call minus the median step (JAX: its lower + compile time)",
+        *[f"- {n}" for n in notes],
         *([f"- note: {args.note}"] if args.note else []),
         "",
-        "```",
-        f"first loss: MindSpore {ms_first:.7f}  torch {torch_first:.7f}",
-        *lines,
-        "```",
+        header,
+        "|---|---|---|---|---|---|---|---|---|---|",
+        *rows,
     ]
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text("\n".join(md) + "\n")
-    print(f"wrote {args.out}")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.exists():
+        out.write_text("# Learner step benchmark (QMIX)\n")
+    with out.open("a") as f:
+        f.write("\n".join(md) + "\n")
+    print("\n".join(md[4 : -3 - len(rows)]))
+    print(f"appended to {out}")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learner_step import INFO_3M, batch_arrays, synthetic_batch, torch_peer  # noqa: E402
+from learner_step import batch_arrays, map_info, synthetic_batch, torch_peer  # noqa: E402
 
 from marl.config.schema import Config, LearnerConfig  # noqa: E402
 from marl.learners import QLearner  # noqa: E402
@@ -40,7 +40,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "time_buckets.md"))
     args = ap.parse_args()
     setup(args.ms_threads, seed=0)
-    info, cfg = INFO_3M, Config(learner=LearnerConfig(batch_size=args.batch, use_jit=True))
+    info, cfg = map_info("3m"), Config(learner=LearnerConfig(batch_size=args.batch, use_jit=True))
     learner = QLearner(info, cfg)
     batches = {n: [synthetic_batch(info, args.batch, s, max_len=n) for s in range(2)] for n in LONGEST}
     compile_s = {}
