@@ -86,6 +86,17 @@ class QLearnerConfig(BaseLearnerConfig):
 
 
 @dataclass(frozen=True)
+class WQMIXConfig(QLearnerConfig):
+    """``wqmix`` (CW-QMIX / OW-QMIX, Rashid et al. 2020): the Q-learner's settings plus the weighting."""
+
+    weighting: str = "cw"  # cw (centrally weighted) | ow (optimistically weighted)
+    w: float = 0.1  # alpha, the weight of the transitions outside the condition (authors' SMAC setting)
+    qmix_loss: float = 1.0  # coefficient of the weighted QMIX loss
+    central_loss: float = 1.0  # coefficient of the central Q* loss
+    central_embed_dim: int = 256  # width of the central feed-forward mixer
+
+
+@dataclass(frozen=True)
 class PPOConfig(BaseLearnerConfig):
     """On-policy actor-critic learners ``ppo`` (MAPPO / IPPO / PPO) and ``pg``."""
 
@@ -132,6 +143,7 @@ class MADDPGConfig(BaseLearnerConfig):
 # learner name -> its config family; a new learner family adds its dataclass and one line here
 LEARNER_CONFIGS: dict[str, type[BaseLearnerConfig]] = {
     "q_learner": QLearnerConfig,
+    "wqmix": WQMIXConfig,
     "ppo": PPOConfig,
     "pg": PPOConfig,
     "dqn": DQNConfig,

@@ -5,5 +5,6 @@ from marl.learners.maddpg_learner import MADDPGLearner
 from marl.learners.pg_learner import PGLearner
 from marl.learners.ppo_learner import PPOLearner
 from marl.learners.q_learner import QLearner
+from marl.learners.wqmix_learner import WQMIXLearner
 
-__all__ = ["DQNLearner", "MADDPGLearner", "PGLearner", "PPOLearner", "QLearner"]
+__all__ = ["DQNLearner", "MADDPGLearner", "PGLearner", "PPOLearner", "QLearner", "WQMIXLearner"]
