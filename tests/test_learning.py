@@ -38,6 +38,8 @@ CASES: dict[str, tuple[str, str, list[str], float]] = {
     "q_learner": ("qmix", "fake", [*HARD_FAKE, "t_max=1100", "log.test_interval=1000"], 4.0),
     # CW-QMIX: measured here: 0.0 -> 7.875 after 1,042 steps (load ~1.5 on 2 cores)
     "wqmix": ("cw_qmix", "fake", [*HARD_FAKE, "t_max=1100", "log.test_interval=1000"], 4.0),
+    # QTRAN-base: measured here: 0.0 -> 7.875 after 1,042 steps (load ~2.2 on 2 cores)
+    "qtran": ("qtran", "fake", [*HARD_FAKE, "t_max=1100", "log.test_interval=1000"], 4.0),
     # measured here: 1.875 -> 7.875 after 1,043 steps
     "ppo": ("mappo", "fake", [*HARD_FAKE, "t_max=1100", "log.test_interval=1000"], 4.0),
     # measured here: 9.0 -> 9.62 up to 3,105 steps (epsilon still high), 71.75 after 4,149, 202.75 after 6,345

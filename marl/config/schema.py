@@ -97,6 +97,15 @@ class WQMIXConfig(QLearnerConfig):
 
 
 @dataclass(frozen=True)
+class QTRANConfig(QLearnerConfig):
+    """``qtran`` (QTRAN-base, Son et al. 2019): the Q-learner's settings plus the two condition losses."""
+
+    opt_loss: float = 1.0  # lambda_opt, weight of L_opt (pymarl's qtran.yaml)
+    nopt_min_loss: float = 0.1  # lambda_nopt, weight of L_nopt (pymarl's qtran.yaml)
+    qtran_embed_dim: int = 64  # width of Q_jt and V_jt (pymarl's mixing_embed_dim for qtran)
+
+
+@dataclass(frozen=True)
 class PPOConfig(BaseLearnerConfig):
     """On-policy actor-critic learners ``ppo`` (MAPPO / IPPO / PPO) and ``pg``."""
 
@@ -144,6 +153,7 @@ class MADDPGConfig(BaseLearnerConfig):
 LEARNER_CONFIGS: dict[str, type[BaseLearnerConfig]] = {
     "q_learner": QLearnerConfig,
     "wqmix": WQMIXConfig,
+    "qtran": QTRANConfig,
     "ppo": PPOConfig,
     "pg": PPOConfig,
     "dqn": DQNConfig,

@@ -5,6 +5,15 @@ from marl.learners.maddpg_learner import MADDPGLearner
 from marl.learners.pg_learner import PGLearner
 from marl.learners.ppo_learner import PPOLearner
 from marl.learners.q_learner import QLearner
+from marl.learners.qtran_learner import QTRANLearner
 from marl.learners.wqmix_learner import WQMIXLearner
 
-__all__ = ["DQNLearner", "MADDPGLearner", "PGLearner", "PPOLearner", "QLearner", "WQMIXLearner"]
+__all__ = [
+    "DQNLearner",
+    "MADDPGLearner",
+    "PGLearner",
+    "PPOLearner",
+    "QLearner",
+    "QTRANLearner",
+    "WQMIXLearner",
+]
