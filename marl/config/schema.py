@@ -125,6 +125,17 @@ class PPOConfig(BaseLearnerConfig):
 
 
 @dataclass(frozen=True)
+class COMAConfig(PPOConfig):
+    """``coma`` (Foerster et al. 2018): the actor-critic settings plus the target critic's (pymarl's
+    coma.yaml)."""
+
+    td_lambda: float = 0.8  # TD(lambda) critic targets
+    target_update_interval: int = (
+        200  # critic steps (one per live time slot of a batch) between target copies
+    )
+
+
+@dataclass(frozen=True)
 class DQNConfig(BaseLearnerConfig):
     """``dqn``: transitions drawn from the sampled episodes."""
 
@@ -156,6 +167,7 @@ LEARNER_CONFIGS: dict[str, type[BaseLearnerConfig]] = {
     "qtran": QTRANConfig,
     "ppo": PPOConfig,
     "pg": PPOConfig,
+    "coma": COMAConfig,
     "dqn": DQNConfig,
     "maddpg": MADDPGConfig,
 }

@@ -1,5 +1,6 @@
 """Learners. Importing this package registers them (``build("learner", "q_learner", ...)``)."""
 
+from marl.learners.coma_learner import COMALearner
 from marl.learners.dqn_learner import DQNLearner
 from marl.learners.maddpg_learner import MADDPGLearner
 from marl.learners.pg_learner import PGLearner
@@ -9,6 +10,7 @@ from marl.learners.qtran_learner import QTRANLearner
 from marl.learners.wqmix_learner import WQMIXLearner
 
 __all__ = [
+    "COMALearner",
     "DQNLearner",
     "MADDPGLearner",
     "PGLearner",
