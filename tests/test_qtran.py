@@ -145,3 +145,24 @@ def test_config_and_a_short_run_on_the_fake_env(tmp_path: Path) -> None:
     trainer = Trainer(cfg)
     trainer.run()
     assert trainer.train_steps >= 3
+
+
+def test_only_l_td_trains_q_jt_while_the_conditions_train_v_and_the_agents() -> None:
+    """The stop-gradients: ``L_opt`` and ``L_nopt`` hold ``Q_jt`` fixed, so ``Q_jt``'s gradient is ``L_td``'s
+    alone, while ``V_jt`` and the agents get more than ``L_td``'s."""
+    batch = make_batch(7, b=4)
+    with_conditions = QTRANLearner(INFO, _cfg(opt_loss=1.0, nopt_min_loss=1.0))
+    td_only = QTRANLearner(INFO, _cfg(opt_loss=0.0, nopt_min_loss=0.0))
+    td_only.load_state_dict(with_conditions.state_dict())
+    names = [p.name for p in with_conditions.params]
+    g_all = dict(zip(names, with_conditions.loss_and_grads(batch)[1], strict=True))
+    g_td = dict(zip(names, td_only.loss_and_grads(batch)[1], strict=True))
+    q_jt = [k for k in names if ".Q." in k or ".action_encoding." in k]
+    v_jt = [k for k in names if ".V." in k]
+    agent = [k for k in names if ".agent." in k or k.startswith("agent.")]
+    assert q_jt and v_jt and agent, names
+    for k in q_jt:
+        np.testing.assert_allclose(g_all[k], g_td[k], rtol=1e-5, atol=1e-7)
+    assert all(np.abs(g_td[k]).max() == 0.0 for k in v_jt)  # V_jt appears only in the conditions
+    assert all(np.abs(g_all[k]).max() > 0.0 for k in v_jt)
+    assert any(not np.allclose(g_all[k], g_td[k]) for k in agent)
