@@ -6,9 +6,8 @@ greedy test return of the untrained policy (the first test, at the start of the 
 The tasks: the fake SMAC-like env made hard enough that an untrained policy wins nothing (3 enemies of 6
 health, agents die after 2 hits at 0.7 per enemy per step), CartPole-v1 for the single-agent value and policy
 gradient learners, and Pendulum-v1 for the deterministic-policy learner (DDPG). Budgets were chosen from
-measured runs of these very cases (seed 0; the returns are in each case's comment, ~2.5 min in all on the
-2-core machine under load before the wqmix, qtran and coma cases, which took 19-25 s each); they are slow
-tests.
+measured runs of these very cases (seed 0; the returns are in each case's comment; all nine cases took 166 s
+on the 2-core machine at load average 3-4); they are slow tests.
 """
 
 from __future__ import annotations
