@@ -87,6 +87,26 @@ class QLearnerConfig(BaseLearnerConfig):
 
 
 @dataclass(frozen=True)
+class WQMIXConfig(QLearnerConfig):
+    """``wqmix`` (CW-QMIX / OW-QMIX, Rashid et al. 2020): the Q-learner's settings plus the weighting."""
+
+    weighting: str = "cw"  # cw (centrally weighted) | ow (optimistically weighted)
+    w: float = 0.1  # alpha, the weight of the transitions outside the condition (authors' SMAC setting)
+    qmix_loss: float = 1.0  # coefficient of the weighted QMIX loss
+    central_loss: float = 1.0  # coefficient of the central Q* loss
+    central_embed_dim: int = 256  # width of the central feed-forward mixer
+
+
+@dataclass(frozen=True)
+class QTRANConfig(QLearnerConfig):
+    """``qtran`` (QTRAN-base, Son et al. 2019): the Q-learner's settings plus the two condition losses."""
+
+    opt_loss: float = 1.0  # lambda_opt, weight of L_opt (pymarl's qtran.yaml)
+    nopt_min_loss: float = 0.1  # lambda_nopt, weight of L_nopt (pymarl's qtran.yaml)
+    qtran_embed_dim: int = 64  # width of Q_jt and V_jt (pymarl's mixing_embed_dim for qtran)
+
+
+@dataclass(frozen=True)
 class PPOConfig(BaseLearnerConfig):
     """On-policy actor-critic learners ``ppo`` (MAPPO / IPPO / PPO) and ``pg``."""
 
@@ -103,6 +123,17 @@ class PPOConfig(BaseLearnerConfig):
     value_norm: bool = True  # normalise value targets with a running mean/std of returns
     adv_norm: bool = True  # normalise advantages over each batch
     init_log_std: float = -0.5  # Gaussian policies: initial log standard deviation
+
+
+@dataclass(frozen=True)
+class COMAConfig(PPOConfig):
+    """``coma`` (Foerster et al. 2018): the actor-critic settings plus the target critic's (pymarl's
+    coma.yaml)."""
+
+    td_lambda: float = 0.8  # TD(lambda) critic targets
+    target_update_interval: int = (
+        200  # critic steps (one per live time slot of a batch) between target copies
+    )
 
 
 @dataclass(frozen=True)
@@ -133,8 +164,11 @@ class MADDPGConfig(BaseLearnerConfig):
 # learner name -> its config family; a new learner family adds its dataclass and one line here
 LEARNER_CONFIGS: dict[str, type[BaseLearnerConfig]] = {
     "q_learner": QLearnerConfig,
+    "wqmix": WQMIXConfig,
+    "qtran": QTRANConfig,
     "ppo": PPOConfig,
     "pg": PPOConfig,
+    "coma": COMAConfig,
     "dqn": DQNConfig,
     "maddpg": MADDPGConfig,
 }

@@ -44,6 +44,7 @@ from marl.utils.ms import (
     jit,
     load_training_state,
     ms,
+    nn,
     ops,
     params_to_numpy,
     save_training_state,
@@ -84,19 +85,24 @@ class PPOLearner:
         self.t_slots = info.episode_limit + 1
         check_time_bucket(lc.time_bucket)
         self.discrete = bool(info.discrete)
-        critic_in = (info.state_shape if lc.critic == "central" else info.obs_shape) + (
-            info.n_agents if a.obs_agent_id else 0
-        )
-        actor = PolicyNet(
-            a.name, input_dim(info, a), a.hidden_dim, info.n_actions, self.discrete, lc.init_log_std
-        )
-        self.nets = ActorCritic(actor, ValueNet(critic_in, lc.critic_hidden_dim))
+        self.nets = self._make_nets(info, cfg)
         self.params = list(self.nets.trainable_params())
         self.optimizer = make_optimizer(lc.optimizer, self.params, lc.lr, lc.optim_alpha, lc.optim_eps)
         self.value_norm = RunningMeanStd()
         self.train_steps = 0
         self._hist: tuple[np.ndarray, dict[str, np.ndarray]] | None = None  # for histograms()
         self._eval, self._step = self._make_graphs()
+
+    def _make_nets(self, info: EnvInfo, cfg: Config) -> nn.Cell:
+        """The actor and critic (``nets.actor`` is the policy; a subclass may bring another critic)."""
+        lc, a = cfg.learner, cfg.agent
+        critic_in = (info.state_shape if lc.critic == "central" else info.obs_shape) + (
+            info.n_agents if a.obs_agent_id else 0
+        )
+        actor = PolicyNet(
+            a.name, input_dim(info, a), a.hidden_dim, info.n_actions, self.discrete, lc.init_log_std
+        )
+        return ActorCritic(actor, ValueNet(critic_in, lc.critic_hidden_dim))
 
     # -------------------------------------------------------------------------------------- graphs
     def _dist(self, out_BTNA: ms.Tensor, avail_BTNA: ms.Tensor, actions: ms.Tensor):  # noqa: ANN202

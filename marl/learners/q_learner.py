@@ -91,6 +91,12 @@ def _build_nets(info: EnvInfo, cfg: Config) -> QNets:
 class QLearner(ChunkedBPTT):
     """IQL / VDN / QMIX learner over padded episode batches (see the module docstring for papers)."""
 
+    stat_names = STAT_NAMES  # what the step returns, in order (a subclass with another loss extends it)
+
+    def _make_nets(self, info: EnvInfo, cfg: Config) -> QNets:
+        """The online and target networks (a subclass adds its own; ``online()``/``target()`` pair them)."""
+        return _build_nets(info, cfg)
+
     def __init__(self, info: EnvInfo, cfg: Config) -> None:
         lc = cfg.learner
         mixers = ["none", *names("mixer")]
@@ -104,7 +110,7 @@ class QLearner(ChunkedBPTT):
             raise ValueError(f"target_update_interval must be >= 1, got {lc.target_update_interval}")
         self.info, self.cfg = info, cfg
         self.t_slots = info.episode_limit + 1
-        self.nets = _build_nets(info, cfg)
+        self.nets = self._make_nets(info, cfg)
         self._target_pairs = [
             (tp, dict(on.parameters_and_names())[name])
             for on, tg in zip(self.nets.online(), self.nets.target(), strict=True)
@@ -255,7 +261,7 @@ class QLearner(ChunkedBPTT):
         elif (episode - self.last_target_update_episode) / self.cfg.learner.target_update_interval >= 1.0:
             self._hard_update()
             self.last_target_update_episode = episode
-        return {k: float(v) for k, v in zip(STAT_NAMES, out, strict=True)}
+        return {k: float(v) for k, v in zip(self.stat_names, out, strict=True)}
 
     # --------------------------------------------------------------------------------------- targets
     def _hard_update(self) -> None:

@@ -70,6 +70,23 @@ class RNNAgent(nn.Cell):
 
         ``need_grad=False`` (target networks, no-grad passes) skips saving what the backward pass needs
         (:mod:`marl.modules.gru_kernel`, or the reference :class:`~marl.modules.gru_bptt.GRUSequence`)."""
+        b, t, n, _ = inputs_BTNI.shape
+        h_TMH = self.hiddens(inputs_BTNI, h0_MH, need_grad)
+        # Output layer on all steps at once; transpose the small (T, B, N, A) result, not the hiddens.
+        q = self.fc2(h_TMH.reshape(t * b * n, self.hidden_dim))
+        return q.reshape(t, b, n, self.n_actions).transpose(1, 0, 2, 3), h_TMH[t - 1]
+
+    def unroll_hidden(self, inputs_BTNI: ms.Tensor, need_grad: bool = True) -> tuple[ms.Tensor, ms.Tensor]:
+        """Q-values ``(B, T, N, A)`` and the GRU hidden state after every slot ``(B, T, N, H)`` (QTRAN's joint
+        network reads the agents' hidden states), hidden state starting at zero."""
+        b, t, n, _ = inputs_BTNI.shape
+        h_TMH = self.hiddens(inputs_BTNI, ops.zeros((b * n, self.hidden_dim), ms.float32), need_grad)
+        q = self.fc2(h_TMH.reshape(t * b * n, self.hidden_dim))
+        q_BTNA = q.reshape(t, b, n, self.n_actions).transpose(1, 0, 2, 3)
+        return q_BTNA, h_TMH.reshape(t, b, n, self.hidden_dim).transpose(1, 0, 2, 3)
+
+    def hiddens(self, inputs_BTNI: ms.Tensor, h0_MH: ms.Tensor, need_grad: bool = True) -> ms.Tensor:
+        """The GRU hidden state after every slot, time-major ``(T, M, H)`` (``M = B*N``, batch-major rows)."""
         b, t, n, i = inputs_BTNI.shape
         hd, m = self.hidden_dim, b * n
         w_ih, b_ih, w_hh, b_hh = self.rnn.weight_ih, self.rnn.bias_ih, self.rnn.weight_hh, self.rnn.bias_hh
@@ -84,9 +101,7 @@ class RNNAgent(nn.Cell):
             h_TMH = self.sequence(gi_rz, gi_n, h0_MH, w_hh, b_hh[2 * hd :])[0]
         else:
             h_TMH = self.forward_only(gi_rz, gi_n, h0_MH, w_hh, b_hh[2 * hd :])
-        # Output layer on all steps at once; transpose the small (T, B, N, A) result, not the hiddens.
-        q = self.fc2(h_TMH.reshape(t * m, hd))
-        return q.reshape(t, b, n, self.n_actions).transpose(1, 0, 2, 3), h_TMH[t - 1]
+        return h_TMH
 
 
 @register("agent", "mlp")

@@ -1,4 +1,4 @@
-"""Centralised action-value critics.
+"""Centralised action-value critics (MADDPG's and COMA's).
 
 :class:`MADDPGCritic` is the critic of MADDPG (Lowe et al. 2017, "Multi-Agent Actor-Critic for Mixed
 Cooperative-Competitive Environments"): ``Q_i(s, a_1, ..., a_n)`` for agent ``i`` from the global state and
@@ -46,3 +46,32 @@ class MADDPGCritic(nn.Cell):
         else:
             x = ops.concat([state_MS, joint_action_MJ], 1)
         return self.fc3(self.relu(self.fc2(self.relu(self.fc1(x)))))
+
+
+@register("critic", "coma")
+class COMACritic(nn.Cell):
+    """COMA's counterfactual critic (Foerster et al. 2018, "Counterfactual Multi-Agent Policy Gradients",
+    AAAI): ``Q_a(s, u_-a, .)``, one value per action of agent ``a`` given the other agents' actions, so that
+    the counterfactual baseline ``sum_u' pi_a(u') Q_a(s, u_-a, u')`` costs one forward pass.
+
+    ``[input row] -> Dense -> ReLU -> Dense -> ReLU -> Dense(n_actions)`` on ``(B, T, N, C)`` rows; the
+    row (:func:`marl.learners.coma_learner.coma_critic_inputs`) holds the state, the agent's observation, the
+    joint action with the agent's own action zeroed, the previous joint action and the agent id (pymarl's COMA
+    critic inputs; its width is 128).
+    """
+
+    def __init__(self, input_dim: int, hidden_dim: int, n_actions: int) -> None:
+        super().__init__()
+        for name, v in (("input_dim", input_dim), ("hidden_dim", hidden_dim), ("n_actions", n_actions)):
+            if not isinstance(v, int) or v <= 0:
+                raise ValueError(f"COMACritic: {name} must be a positive int, got {v!r}")
+        self.input_dim, self.n_actions = input_dim, n_actions
+        self.fc1 = Dense(input_dim, hidden_dim)
+        self.fc2 = Dense(hidden_dim, hidden_dim)
+        self.fc3 = Dense(hidden_dim, n_actions)
+        self.relu = nn.ReLU()
+
+    def construct(self, x_BTNC: ms.Tensor) -> ms.Tensor:
+        b, t, n, c = x_BTNC.shape
+        h = self.relu(self.fc2(self.relu(self.fc1(x_BTNC.reshape(b * t * n, c)))))
+        return self.fc3(h).reshape(b, t, n, self.n_actions)
