@@ -13,6 +13,7 @@ import numpy as np
 
 from marl.envs.smac.features_layout import _DIRS, _PAD, _SURROUND, RUNNING, FeatureLayout, Geometry, Units
 from marl.envs.smac.options import MOVE_AMOUNT, SHOOT_RANGE, SIGHT_RANGE
+from marl.envs.smac.types import MEDIVAC_MAP_TYPES
 
 
 class NumpyFeatures(FeatureLayout):
@@ -190,7 +191,7 @@ class NumpyFeatures(FeatureLayout):
         """
         n = self.n_agents
         alive = u.health > 0
-        if self.spec.map_type != "MMM":
+        if self.spec.map_type not in MEDIVAC_MAP_TYPES:
             any_a, any_e = alive[:, :n].any(-1), alive[:, n:].any(-1)
             return self._end_lut[any_a.view(np.int8), any_e.view(np.int8)]
         na, ne = alive[:, :n].sum(-1), alive[:, n:].sum(-1)

@@ -39,7 +39,14 @@ MAP_TYPES = (
     "hydralisks",
     "bane",
     "colossus",
+    # SMACv2's generated-team maps 10gen_<race> (oxwhirl/smacv2 smac_maps.py; docs/smacv2.md)
+    "protoss_gen",
+    "terran_gen",
+    "zerg_gen",
 )
+# Map types whose Medivacs heal (action 6 + j targets ally j) and whose end rule ignores a lone Medivac
+# (oxwhirl/smac ``only_medivac_left``; SMACv2 applies the same to terran_gen).
+MEDIVAC_MAP_TYPES = ("MMM", "terran_gen")
 
 
 @dataclass(frozen=True)
