@@ -181,3 +181,26 @@ def test_an_unobserved_enemy_blanks_the_block_before_it_as_smacv2_does() -> None
     pos[[2, 3]] = pos[[3, 2]]  # swap: now the unseen enemy comes first, the seen one's row survives
     obs = ob.observe(pos, *args)
     assert obs[:, 4 + 9 : 4 + 18].any(axis=1).all() and not obs[:, 4 : 4 + 9].any()
+
+
+def test_epo_tag_is_dropped_when_the_tagger_dies() -> None:
+    ob = _observer(["stalker", "stalker", "stalker"], ["stalker"], prob=0.0)
+    pos = np.array([[10.0, 10.0], [11.0, 10.0], [30.0, 10.0], [14.0, 10.0]])
+    health = np.full(4, 80.0)
+    move = np.tile([0, 1, 1, 1, 1, 1], (3, 1))
+    rng = np.random.default_rng(0)
+
+    def obs_now() -> np.ndarray:
+        avail = ob.avail(pos, health, move, check_range=True)
+        return ob.observe(pos, health, health, health, np.ones((3, 4)), avail, np.zeros((3, 7)), 0.0, rng)
+
+    first = [i for i in range(2) if obs_now()[i, 4:13].any()]
+    assert len(first) == 1
+    health[first[0]] = 0.0
+    ob.after_step(health)
+    other = 1 - first[0]
+    assert obs_now()[other, 4:13].any()  # the survivor tags it now
+    assert ob.tag_owner[0] == other
+    health[3] = 0.0  # the enemy dies: its tag and observers are cleared
+    ob.after_step(health)
+    assert ob.tag_owner[0] == -1 and not ob.obs_enemies.any()

@@ -156,6 +156,7 @@ class SmacFeatures(NumpyFeatures):
             self.enemy_medivac,
             o.reward_sparse,
             o.reward_only_positive,
+            self.reward_clip_at_zero,
             o.reward_death_value,
             o.reward_negative_scale,
             reward,

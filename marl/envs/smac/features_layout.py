@@ -130,7 +130,13 @@ def _padded(grid: np.ndarray, value: float, dtype: type) -> np.ndarray:
 
 
 class FeatureLayout:
-    """Per-map constants and obs/state layout of one map under one set of options (no per-step rules)."""
+    """Per-map constants and obs/state layout of one map under one set of options (no per-step rules).
+
+    ``reward_clip_at_zero``: with ``reward_only_positive`` the dense reward is SMAC v1's
+    ``|damage + kills|`` (False) or SMACv2's ``max(damage + kills, 0)`` (True; smacv2 ``reward_battle``).
+    """
+
+    reward_clip_at_zero = False
 
     def __init__(self, spec: MapSpec, opts: SmacOptions) -> None:
         self.spec, self.opts = spec, opts

@@ -219,6 +219,9 @@ class NumpyFeatures(FeatureLayout):
         died_ally, died_enemy = np.add.reduceat(just_died, self.side_bounds, axis=1, dtype=np.int64).T
         death_reward = o.reward_death_value * died_enemy
         if o.reward_only_positive:
-            return np.abs(dmg_enemy + death_reward)  # |·| turns net regeneration into positive reward
+            gain = dmg_enemy + death_reward
+            if self.reward_clip_at_zero:  # SMACv2: max(gain, 0)
+                return np.maximum(gain, 0.0)
+            return np.abs(gain)  # SMAC v1: |·| turns net regeneration into positive reward
         death_reward = death_reward - o.reward_death_value * neg * died_ally
         return dmg_enemy + death_reward - neg * dmg_ally

@@ -129,6 +129,7 @@ class SMACv2Env(StarCraft2Env):
         self.spec = self._next_spec
         self.layout = self._next_layout
         self.features = SmacFeatures(self.spec, self.opts)
+        self.features.reward_clip_at_zero = True  # smacv2 reward_battle: max(delta_enemy + delta_deaths, 0)
         self._engine = self._make_engine()
         medivac = self.spec.map_type in MEDIVAC_MAP_TYPES
         f = self.features
@@ -153,6 +154,8 @@ class SMACv2Env(StarCraft2Env):
         self._avail = true_avail if self.v2.action_mask else ob.avail(pos, health, move, check_range=False)
         if self._episode_steps == 0:
             ob.new_episode()
+        else:
+            ob.after_step(health)
         v1_move = self._obs[:, : ob.move_size]
         self._obs = ob.observe(
             pos, health, u.health_max, shield, v1_move, true_avail, self.last_action,

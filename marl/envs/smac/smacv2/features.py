@@ -105,11 +105,12 @@ def unit_ranges(types: tuple[str, ...], flags: V2Flags) -> tuple[np.ndarray, np.
 class V2Observer:
     """SMACv2's action mask and observations of one env, with its per-episode EPO bookkeeping.
 
-    ``prob_obs_enemy`` (SMACv2's EPO): the first agent that sees an enemy in an episode "tags" it and always
-    observes it; every other agent observes it for the rest of the episode with that probability (one draw
-    each). Agents are visited in a random order each step, as in SMACv2's ``get_obs``. SMACv2 also zeroes an
-    agent's whole enemy block up to the last enemy it cannot observe (``enemy_feats = np.zeros(...)`` inside
-    its enemy loop); we keep that rule so observations equal SMACv2's.
+    ``prob_obs_enemy`` (SMACv2's EPO): the first agent that sees an untagged enemy "tags" it and observes it;
+    every other agent observes it with that probability (one draw each) until the tag is dropped, when the
+    tagger or the enemy dies (:meth:`after_step`). Agents are visited in a random order each step, as in
+    SMACv2's ``get_obs``. SMACv2 also zeroes an agent's whole enemy block up to the last enemy it cannot
+    observe (``enemy_feats = np.zeros(...)`` inside its enemy loop); we keep that rule so observations equal
+    SMACv2's.
     """
 
     def __init__(
@@ -140,7 +141,21 @@ class V2Observer:
     def new_episode(self) -> None:
         """Clear the EPO tags (SMACv2's ``obs_enemies`` and ``enemy_tags`` at reset)."""
         self.obs_enemies = np.zeros((self.m, self.n), dtype=bool)
-        self.tagged = np.zeros(self.m, dtype=bool)
+        self.tag_owner = np.full(self.m, -1, dtype=np.int64)  # the agent that tagged each enemy, -1: none
+
+    def after_step(self, health: np.ndarray) -> None:
+        """SMACv2's ``step`` bookkeeping: an enemy tagged by a dead agent, and every dead enemy, lose their
+        tag and their observers (a dead tagger also loses its column); ``health`` (U,) allies then enemies."""
+        n = self.n
+        for i in np.flatnonzero(health[:n] <= 0):
+            mine = self.tag_owner == i
+            if mine.any():
+                self.tag_owner[mine] = -1
+                self.obs_enemies[mine, :] = False
+                self.obs_enemies[:, i] = False
+        dead_e = health[n:] <= 0
+        self.tag_owner[dead_e] = -1
+        self.obs_enemies[dead_e, :] = False
 
     def avail(
         self, pos: np.ndarray, health: np.ndarray, move_avail: np.ndarray, check_range: bool
@@ -200,8 +215,8 @@ class V2Observer:
             row[: self.move_size] = move_block[i]
             # enemies, with SMACv2's EPO tags
             seen = dist[n:] < sight
-            for e in np.flatnonzero(seen & ~self.tagged):
-                self.tagged[e] = True
+            for e in np.flatnonzero(seen & (self.tag_owner < 0)):
+                self.tag_owner[e] = i
                 self.obs_enemies[e, i] = True
                 others = np.arange(n) != i
                 draws = rng.random(n) < f.prob_obs_enemy
