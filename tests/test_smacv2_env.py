@@ -204,3 +204,18 @@ def test_epo_tag_is_dropped_when_the_tagger_dies() -> None:
     health[3] = 0.0  # the enemy dies: its tag and observers are cleared
     ob.after_step(health)
     assert ob.tag_owner[0] == -1 and not ob.obs_enemies.any()
+
+
+def test_pettingzoo_view_of_a_scenario() -> None:
+    from pettingzoo.test import parallel_api_test
+
+    from marl.envs.smac import pettingzoo_env
+
+    pz = pettingzoo_env("terran_5_vs_5", seed=0)
+    assert pz.observation_space(pz.possible_agents[0])["observation"].shape == (82,)
+    parallel_api_test(pz, num_cycles=300)
+    wide = SMACv2Env("zerg_5_vs_5", seed=0, fully_observable=True)
+    lo, hi = wide.feature_bounds()["obs"]
+    obs, _ = wide.reset()
+    assert hi == pytest.approx(np.hypot(32, 32) / 8.0) and all(np.all(np.abs(o) <= hi) for o in obs)
+    assert wide.feature_bounds()["state"][1] >= 1.5  # a hydralisk's cooldown over SMAC's normaliser 10

@@ -12,7 +12,7 @@ import numpy as np
 from marl.envs.smac.env import StarCraft2Env
 from marl.envs.smac.features import SmacFeatures
 from marl.envs.smac.smacv2.distributions import draw_teams, surrounded_and_reflect
-from marl.envs.smac.smacv2.features import V2Flags, V2Observer, v2_sizes
+from marl.envs.smac.smacv2.features import V2Flags, V2Observer, unit_ranges, v2_sizes
 from marl.envs.smac.smacv2.scenarios import RACE_LETTER, Scenario, get_scenario
 from marl.envs.smac.types import MEDIVAC_MAP_TYPES, EnemyOrder, MapSpec, UnitGroup
 
@@ -183,6 +183,22 @@ class SMACv2Env(StarCraft2Env):
             start_positions=self.layout,
         )
         return stats
+
+    def feature_bounds(self) -> dict[str, tuple[float, float]]:
+        """Bounds over every team the scenario can draw: observations lie in [-1, 1] (with
+        ``fully_observable`` distances reach the map diagonal over the shortest sight range); the state as
+        :meth:`StarCraft2Env.feature_bounds`, over all of the race's unit types."""
+        from marl.envs.smac.options import DEFAULT_MAX_COOLDOWN, MAX_COOLDOWN
+        from marl.envs.smac.sim.units import CD_JITTER_HI, COOLDOWN, PROPS, type_ids
+
+        types = self.scenario.team_gen.unit_types
+        obs_lim = 1.0
+        if self.v2.fully_observable:
+            obs_lim = float(np.hypot(*self.scenario.map_size) / unit_ranges(types, self.v2)[0].min())
+        fighters = tuple(t for t in types if t != "medivac")
+        cd_max = PROPS[type_ids(fighters), COOLDOWN] + CD_JITTER_HI
+        norm = np.array([MAX_COOLDOWN.get(t, DEFAULT_MAX_COOLDOWN) for t in fighters])
+        return {"obs": (-obs_lim, obs_lim), "state": (-1.0, max(1.0, float(np.max(cd_max / norm))))}
 
     def get_env_info(self) -> dict[str, Any]:
         info = super().get_env_info()
