@@ -88,6 +88,11 @@ def test_agents_sorted_like_smacv2_and_types_in_obs() -> None:
     for i, o in enumerate(obs):
         np.testing.assert_array_equal(o[-3:], np.eye(3)[bit[team[i]]])
         np.testing.assert_allclose(o[-5:-3], pos[i] / 32.0, rtol=1e-6)  # obs_own_pos
+    d = env.get_state_dict()  # the same bits close each unit's state row, enemies included
+    np.testing.assert_array_equal(d["allies"][:, -3:], np.eye(3)[[bit[u] for u in team]])
+    np.testing.assert_array_equal(
+        d["enemies"][:, -3:], np.eye(3)[[bit[u] for u in env.get_stats()["enemy_team"]]]
+    )
 
 
 def _observer(types, enemy_types, prob=1.0, race="P") -> V2Observer:
