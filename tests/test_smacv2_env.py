@@ -224,3 +224,49 @@ def test_pettingzoo_view_of_a_scenario() -> None:
     obs, _ = wide.reset()
     assert hi == pytest.approx(np.hypot(32, 32) / 8.0) and all(np.all(np.abs(o) <= hi) for o in obs)
     assert wide.feature_bounds()["state"][1] >= 1.5  # a hydralisk's cooldown over SMAC's normaliser 10
+
+
+def _cap(**over) -> dict:
+    cfg = {
+        "n_units": 10,
+        "n_enemies": 11,
+        "team_gen": {
+            "dist_type": "weighted_teams",
+            "unit_types": ["marine", "marauder", "medivac"],
+            "weights": [0.45, 0.45, 0.1],
+            "exception_unit_types": ["medivac"],
+            "observe": True,
+        },
+        "start_positions": {"dist_type": "surrounded_and_reflect", "p": 0.5, "map_x": 32, "map_y": 32},
+    }
+    cfg.update(over)
+    return cfg
+
+
+def test_smacv2_capability_config_form() -> None:
+    env = SMACv2Env("10gen_terran", seed=2, capability_config=_cap())
+    named = SMACv2Env("terran_10_vs_11", seed=2)
+    assert env.get_env_info()["obs_shape"] == named.get_env_info()["obs_shape"] == 170
+    assert [_episode_signature(env)[:3] for _ in range(3)] == [
+        _episode_signature(named)[:3] for _ in range(3)
+    ]
+    default = build("env", "sc2", map_name="10gen_zerg", seed=0)  # sc2_gen_zerg.yaml: 5 vs 5
+    assert (default.n_agents, default.n_enemies) == (5, 5)
+    sur = _cap(start_positions={"dist_type": "surrounded", "map_x": 32, "map_y": 32})
+    env = SMACv2Env("10gen_terran", seed=0, capability_config=sur)
+    assert {_episode_signature(env)[2] for _ in range(5)} == {"surrounded"}
+    bad = [
+        (_cap(attack={"observe": True}), "not implemented"),
+        (
+            _cap(team_gen={**_cap()["team_gen"], "unit_types": ["marine", "stalker", "medivac"]}),
+            "not on 10gen",
+        ),
+        (_cap(start_positions={"dist_type": "grid", "map_x": 32, "map_y": 32}), "not supported"),
+        (_cap(start_positions={"dist_type": "reflect", "map_x": 64, "map_y": 64}), "32x32_flat"),
+        (_cap(n_units="5"), "int >= 1"),
+    ]
+    for cfg, msg in bad:
+        with pytest.raises(ValueError, match=msg):
+            SMACv2Env("10gen_terran", capability_config=cfg)
+    with pytest.raises(ValueError, match="10gen_protoss"):
+        SMACv2Env("protoss_5_vs_5", capability_config=_cap())

@@ -118,9 +118,9 @@ def surrounded_and_reflect(
     rng: np.random.Generator, p: float, n_units: int, n_enemies: int, map_x: float, map_y: float
 ) -> tuple[np.ndarray, np.ndarray, str]:
     """(allies, enemies, kind): "reflect" with probability ``p``, else "surrounded" (SMACv2 draws u ~ U[0, 1)
-    and picks surrounded when u > p)."""
+    and picks surrounded when u > p). ``p`` 0 or 1 draws nothing (SMACv2's "surrounded" / "reflect")."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"start_positions p must be in [0, 1], got {p}")
-    if rng.random() > p:
+    if p == 0.0 or (p < 1.0 and rng.random() > p):
         return (*surrounded_positions(rng, n_units, n_enemies, map_x, map_y), "surrounded")
     return (*reflect_positions(rng, n_units, n_enemies, map_x, map_y), "reflect")

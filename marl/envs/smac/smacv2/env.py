@@ -11,6 +11,7 @@ import numpy as np
 
 from marl.envs.smac.env import StarCraft2Env
 from marl.envs.smac.features import SmacFeatures
+from marl.envs.smac.smacv2.capability import scenario_from_capability_config
 from marl.envs.smac.smacv2.distributions import draw_teams, surrounded_and_reflect
 from marl.envs.smac.smacv2.features import V2Flags, V2Observer, unit_ranges, v2_sizes
 from marl.envs.smac.smacv2.scenarios import RACE_LETTER, Scenario, get_scenario
@@ -62,7 +63,9 @@ class SMACv2Env(StarCraft2Env):
     """A SMACv2 scenario (Ellis et al. 2022, arXiv:2212.07489) with SMACv2's interface and sizes.
 
     ``map_name`` is one of the 15 scenarios (``protoss_5_vs_5`` ... ``zerg_20_vs_23``); ``n_units`` and
-    ``n_enemies`` override its counts as SMACv2's capability config does. SMACv2's flags (``obs_own_pos``,
+    ``n_enemies`` override its counts as SMACv2's capability config does. SMACv2's own form also works:
+    ``map_name="10gen_<race>"`` with ``capability_config`` (SMACv2's dict; :mod:`.capability`), or without it
+    the race's example config (5 vs 5). SMACv2's flags (``obs_own_pos``,
     ``use_unit_ranges``, ``min_attack_range``, ``prob_obs_enemy``, ``fully_observable``, ``action_mask``,
     ``conic_fov``) default to its standard configs; the other flags are SMAC's. Only the embedded engine.
     """
@@ -81,13 +84,19 @@ class SMACv2Env(StarCraft2Env):
         fully_observable: bool = False,
         action_mask: bool = True,
         conic_fov: bool = False,
+        capability_config: dict[str, Any] | None = None,
         **smac_flags: Any,
     ) -> None:
         if backend not in ("sim", "auto"):
             raise ValueError(
                 f"SMACv2 scenarios run on the embedded engine only (backend='sim' or 'auto'), got {backend!r}"
             )
-        self.scenario = get_scenario(map_name, n_units, n_enemies)
+        if capability_config is not None:
+            if n_units is not None or n_enemies is not None:
+                raise ValueError("give n_units/n_enemies inside capability_config, not beside it")
+            self.scenario = scenario_from_capability_config(map_name, capability_config)
+        else:
+            self.scenario = get_scenario(map_name, n_units, n_enemies)
         self.v2 = V2Flags(
             obs_own_pos, use_unit_ranges, float(min_attack_range), float(prob_obs_enemy), fully_observable,
             action_mask, conic_fov,

@@ -8,6 +8,7 @@ Per race, SMACv2's example configs ``smacv2/examples/configs/sc2_gen_<race>.yaml
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from dataclasses import dataclass
 
@@ -66,18 +67,26 @@ def list_scenarios() -> list[str]:
     return sorted(SCENARIOS)
 
 
+# SMACv2's own map names: the race's example config (sc2_gen_<race>.yaml: 5 vs 5) unless a
+# capability_config says otherwise (marl/envs/smac/smacv2/capability.py).
+GEN_MAPS = {f"10gen_{race}": f"{race}_5_vs_5" for race in TEAM_GEN}
+
+
 def is_scenario(name: str) -> bool:
-    """Whether ``name`` is a SMACv2 scenario (``<race>_<n>_vs_<m>``)."""
-    return name in SCENARIOS
+    """Whether ``name`` is a SMACv2 scenario (``<race>_<n>_vs_<m>``) or map (``10gen_<race>``)."""
+    return name in SCENARIOS or name in GEN_MAPS
 
 
 def get_scenario(name: str, n_units: int | None = None, n_enemies: int | None = None) -> Scenario:
     """The scenario ``name``, optionally with other unit counts (as SMACv2 users edit ``n_units``/
     ``n_enemies`` in the capability config); unknown names list the known ones."""
+    if name in GEN_MAPS:
+        return dataclasses.replace(get_scenario(GEN_MAPS[name], n_units, n_enemies), name=name)
     if name not in SCENARIOS:
         close = difflib.get_close_matches(str(name), list(SCENARIOS), n=1, cutoff=0.5)
         hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"unknown SMACv2 scenario {name!r}.{hint} Known: {', '.join(list_scenarios())}")
+        known = ", ".join([*list_scenarios(), *GEN_MAPS])
+        raise ValueError(f"unknown SMACv2 scenario {name!r}.{hint} Known: {known}")
     sc = SCENARIOS[name]
     a = sc.n_units if n_units is None else int(n_units)
     e = sc.n_enemies if n_enemies is None else int(n_enemies)
