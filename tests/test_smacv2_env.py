@@ -270,3 +270,22 @@ def test_smacv2_capability_config_form() -> None:
             SMACv2Env("10gen_terran", capability_config=cfg)
     with pytest.raises(ValueError, match="10gen_protoss"):
         SMACv2Env("protoss_5_vs_5", capability_config=_cap())
+
+
+def test_replay_of_the_previous_episode_draws_its_own_team(tmp_path, monkeypatch) -> None:
+    import marl.envs.smac.env as env_mod
+
+    drawn: list[tuple[str, ...]] = []
+    monkeypatch.setattr(env_mod, "render_frame", lambda spec, *a, **k: drawn.append(spec.ally_types))
+    monkeypatch.setattr(env_mod, "save_gif", lambda images, path: path)
+    env = SMACv2Env("terran_5_vs_5", seed=1, replay_dir=str(tmp_path))
+    env.reset()
+    rng = np.random.default_rng(0)
+    done = False
+    while not done:
+        _, done, _ = env.step([rng.choice(np.flatnonzero(a)) for a in env.get_avail_actions()])
+    first = tuple(env.get_stats()["ally_team"])
+    env.reset()
+    assert tuple(env.get_stats()["ally_team"]) != first  # seed 1 draws another team next
+    env.save_replay()
+    assert drawn and set(drawn) == {first}

@@ -135,6 +135,7 @@ class SMACv2Env(StarCraft2Env):
             self.seed(seed)
         if self._table is not None or seed is not None:
             self._draw()
+        self._prev_spec = self.spec  # the map of the episode whose frames become the "last" ones
         self.spec = self._next_spec
         self.layout = self._next_layout
         self.features = SmacFeatures(self.spec, self.opts)
@@ -172,6 +173,17 @@ class SMACv2Env(StarCraft2Env):
         )  # fmt: skip
         if self.opts.obs_instead_of_state:
             self._state = self._obs.reshape(-1).copy()
+
+    def save_replay(self) -> str:
+        """As :meth:`StarCraft2Env.save_replay`, drawing the previous episode with its own team."""
+        if self._terminated or not self._last_frames:
+            return super().save_replay()
+        current = self.spec
+        self.spec = self._prev_spec
+        try:
+            return super().save_replay()
+        finally:
+            self.spec = current
 
     # ------------------------------------------------------------------ sizes and info
     def get_obs_size(self) -> int:
