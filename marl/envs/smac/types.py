@@ -63,7 +63,8 @@ class EnemyOrder:
     """The order enemies get at every (re)spawn.
 
     kind: ``attack_move`` (to ``target``), ``attack_move_between`` (to a uniformly random point on the
-    segment ``target``–``target2``), ``attack_group`` (attack-move to the allies' centroid) or ``none``.
+    segment ``target``–``target2``), ``attack_group`` (attack-move to the allies' centroid),
+    ``attack_nearest`` (SMACv2's map trigger: each idle enemy attacks the closest living ally) or ``none``.
     """
 
     kind: str

@@ -26,6 +26,7 @@ from marl.envs.smac.sim.stepper import (
     ORDER_AMOVE,
     ORDER_BETWEEN,
     ORDER_GROUP,
+    ORDER_NEAREST,
     ORDER_NONE,
     check_actions,
     sim_reset,
@@ -57,6 +58,7 @@ _ORDER_KINDS = {
     "attack_move": ORDER_AMOVE,
     "attack_move_between": ORDER_BETWEEN,
     "attack_group": ORDER_GROUP,
+    "attack_nearest": ORDER_NEAREST,
 }
 
 

@@ -36,7 +36,8 @@ def episode_spec(
     sc: Scenario, allies: list[str], enemies: list[str], ally_xy: np.ndarray, enemy_xy: np.ndarray
 ) -> MapSpec:
     """The map of one generated episode: one unit group per unit at its start position on the flat
-    ``map_size`` arena, agents sorted as SMACv2 sorts them; enemies attack-move to the allies' centroid."""
+    ``map_size`` arena, agents sorted as SMACv2 sorts them; each idle enemy is ordered to attack the closest
+    living ally, as the trigger of SMACv2's map 32x32_flat does."""
     order = sorted(range(len(allies)), key=lambda k: (RL_UNIT_ORDER.index(allies[k]), *ally_xy[k]))
     ally_groups = tuple(UnitGroup(allies[k], 1, (float(ally_xy[k, 0]), float(ally_xy[k, 1]))) for k in order)
     enemy_groups = tuple(
@@ -52,7 +53,7 @@ def episode_spec(
         map_type=sc.map_type,
         allies=ally_groups,
         enemies=enemy_groups,
-        enemy_order=EnemyOrder("attack_group"),
+        enemy_order=EnemyOrder("attack_nearest"),
         pathing_grid=np.ones(sc.map_size, dtype=bool),
         map_size=sc.map_size,
         description=f"SMACv2 {sc.name}: {', '.join(allies)} vs {', '.join(enemies)}",
