@@ -75,6 +75,9 @@ def test_seed_reproduces_teams_and_positions_and_resets_redraw() -> None:
     )
     a.reset(seed=3)
     assert _episode_signature(a)[:3] == sig_a[1][:3]  # reset(seed) restarts the draws
+    c = SMACv2Env("terran_5_vs_5", seed=99)
+    c.seed(3)  # before the first reset too
+    assert [_episode_signature(c) for _ in range(2)] == sig_a[:2]
 
 
 def test_agents_sorted_like_smacv2_and_types_in_obs() -> None:

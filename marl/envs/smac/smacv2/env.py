@@ -66,9 +66,9 @@ class SMACv2Env(StarCraft2Env):
     ``map_name`` is one of the 15 scenarios (``protoss_5_vs_5`` ... ``zerg_20_vs_23``); ``n_units`` and
     ``n_enemies`` override its counts as SMACv2's capability config does. SMACv2's own form also works:
     ``map_name="10gen_<race>"`` with ``capability_config`` (SMACv2's dict; :mod:`.capability`), or without it
-    the race's example config (5 vs 5). SMACv2's flags (``obs_own_pos``,
-    ``use_unit_ranges``, ``min_attack_range``, ``prob_obs_enemy``, ``fully_observable``, ``action_mask``,
-    ``conic_fov``) default to its standard configs; the other flags are SMAC's. Only the embedded engine.
+    the race's example config (5 vs 5). SMACv2's flags (``obs_own_pos``, ``use_unit_ranges``,
+    ``min_attack_range``, ``prob_obs_enemy``, ``fully_observable``, ``action_mask``, ``conic_fov``) default to
+    its standard configs; the other flags are SMAC's. Only the embedded engine.
     """
 
     def __init__(
@@ -123,19 +123,22 @@ class SMACv2Env(StarCraft2Env):
         )
         self._next_spec = episode_spec(sc, allies, enemies, ally_xy, enemy_xy)
         self._next_layout = kind
+        self._fresh = True  # the next reset uses this draw
 
     def seed(self, seed: int | None = None) -> int | None:
         """Reseed the team/position draws and the engine (from the next reset)."""
         self._rng = np.random.default_rng(seed)
         self._seed = seed
+        self._draw()
         return seed
 
     def reset(self, seed: int | None = None) -> tuple[list[np.ndarray], np.ndarray]:
         """Start an episode with a newly drawn team and start positions; returns (observations, state)."""
         if seed is not None:
             self.seed(seed)
-        if self._table is not None or seed is not None:
+        if not self._fresh:
             self._draw()
+        self._fresh = False
         self._prev_spec = self.spec  # the map of the episode whose frames become the "last" ones
         self.spec = self._next_spec
         self.layout = self._next_layout
