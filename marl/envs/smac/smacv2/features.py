@@ -129,12 +129,17 @@ class V2Observer:
         self.opts, self.flags = opts, flags
         self.sizes = v2_sizes(self.n, self.m, race, opts, flags, ally_onehot.shape[1])
         self.sight, self.shoot = unit_ranges(ally_types, flags)
-        self.shield = race == "P"
+        self.race, self.shield = race, race == "P"
         self.max_shield = np.array([MAX_SHIELD.get(t, 1.0) for t in ally_types])
         self.enemy_max_shield = np.array([MAX_SHIELD.get(t, 1.0) for t in enemy_types])
         self.ally_onehot, self.enemy_onehot = ally_onehot, enemy_onehot
         self.map_size = np.asarray(map_size, dtype=float)
         self.medivac = np.array([medivac_heals and t == "medivac" for t in ally_types])
+        if self.medivac.any() and self.n > self.m:
+            raise ValueError(
+                "a Medivac heals ally j with action 6+j: n_agents must be <= n_enemies, "
+                f"got {self.n} > {self.m}"
+            )
         self.move_size = 4 + N_OBS_PATHING * opts.obs_pathing_grid + N_OBS_HEIGHT * opts.obs_terrain_height
         self.new_episode()
 
