@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from marl.envs.smac.features import UNIT_MAX_HEALTH_SHIELD, SmacFeatures, SmacOptions, max_reward
+from marl.envs.smac.features import UNIT_MAX_HEALTH_SHIELD, SmacFeatures, SmacOptions, Units, max_reward
 from marl.envs.smac.maps import list_maps, load_map
 from marl.envs.smac.types import SideTable, UnitTable
 
@@ -341,3 +341,18 @@ def test_options_validation():
     with pytest.raises(ValueError, match="reward_scale_rate"):
         SmacOptions(reward_scale_rate=0)
     assert SmacOptions(reward_win=100).reward_win == 100.0
+
+
+def test_reward_clip_at_zero_smacv2_rule_compiled_matches_reference():
+    spec = load_map("2s3z")
+    pos = [(9, 16)] * 5
+    prev = table_for(spec, pos, pos, e_shield=[70, 80, 50, 50, 50])
+    regen = table_for(spec, pos, pos, e_shield=[72, 80, 50, 50, 50])
+    hit = table_for(spec, pos, pos, e_shield=[60, 80, 50, 50, 50])
+    for compiled in (True, False):
+        f = SmacFeatures(spec, SmacOptions(), compiled=compiled)
+        f.reward_clip_at_zero = True
+        for cur, want in ((regen, 0.0), (hit, 10.0)):
+            dead = np.zeros((1, 10), dtype=bool)
+            r = f.reward_and_end(Units.from_table(prev), Units.from_table(cur), dead)[0]
+            assert r[0] == pytest.approx(want)

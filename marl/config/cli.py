@@ -30,6 +30,9 @@ def _help_epilog(config_dir: Path, default_alg: str) -> str:
     from marl.envs.smac.maps import list_maps
 
     lines.append("SMAC maps: " + ", ".join(list_maps()))
+    from marl.envs.smac.smacv2.scenarios import list_scenarios
+
+    lines.append("SMACv2 scenarios (embedded engine): " + ", ".join(list_scenarios()))
     lines.append("algorithms: " + ", ".join(_names(config_dir / "algs")))
     lines.append("environments: " + ", ".join(_names(config_dir / "envs")))
     lines.append("")

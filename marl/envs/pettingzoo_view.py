@@ -301,8 +301,10 @@ def pettingzoo_env(
     **kwargs: Any,
 ) -> MultiAgentParallelEnv:
     """``StarCraft2Env(map_name, **kwargs)`` (SMAC; the embedded engine unless the game is installed and
-    ``backend`` asks for it) as a PettingZoo ``ParallelEnv``."""
+    ``backend`` asks for it), or ``SMACv2Env`` for a SMACv2 scenario name, as a PettingZoo ``ParallelEnv``."""
     from marl.envs.smac.env import StarCraft2Env  # lazy; the module, not the package (which imports this one)
+    from marl.envs.smac.smacv2.env import SMACv2Env
+    from marl.envs.smac.smacv2.scenarios import is_scenario
 
-    env = StarCraft2Env(map_name, **kwargs)
+    env = SMACv2Env(map_name, **kwargs) if is_scenario(map_name) else StarCraft2Env(map_name, **kwargs)
     return to_pettingzoo(env, render_mode, 0, unavailable_action, max_cycles)

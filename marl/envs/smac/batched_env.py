@@ -17,6 +17,7 @@ import numpy as np
 from marl.envs.smac.features import N_ACTIONS_NO_ATTACK, RUNNING, SmacFeatures, SmacOptions, max_reward
 from marl.envs.smac.maps import load_map
 from marl.envs.smac.sim.engine import BatchedSimEngine
+from marl.envs.smac.smacv2.scenarios import is_scenario
 from marl.envs.vector import Obs, Transition
 from marl.registry import register
 
@@ -387,9 +388,12 @@ def batched_sc2_vector_env(
 ) -> BatchedSmacVectorEnv | None:
     """The "sc2" env's batched fast path: a :class:`BatchedSmacVectorEnv` of ``n_envs`` rows, row ``r``
     seeded ``seed + r``, equal to ``n_envs`` ``StarCraft2Env`` seeded so, when ``backend`` resolves to the
-    embedded engine; None for the real game (:meth:`marl.envs.factory.EnvFactory.batched`)."""
+    embedded engine; None for the real game (:meth:`marl.envs.factory.EnvFactory.batched`) and for SMACv2
+    scenarios (no batched path yet: the runner steps ``n_envs`` :class:`SMACv2Env` s)."""
     from marl.envs.smac.sc2 import resolve_backend
 
+    if is_scenario(map_name):
+        return None
     if resolve_backend(backend, map_name)[0] != "sim":
         return None
     return BatchedSmacVectorEnv(map_name, n_envs, seed, **args)

@@ -54,7 +54,8 @@ class StarCraft2Env(MultiAgentEnv):
     """SMAC's ``StarCraft2Env`` (oxwhirl/smac v1 interface; Samvelyan et al., 2019, arXiv:1902.04043).
 
     ``smac_flags`` are SMAC's options (see :class:`SmacOptions`). ``engine`` replaces the backend's
-    engine with any object that has ``reset``/``step``/``seed`` (tests, custom simulators).
+    engine with any object that has ``reset``/``step``/``seed`` (tests, custom simulators); ``spec`` replaces
+    the map file (generated scenarios, :mod:`marl.envs.smac.smacv2`).
     """
 
     def __init__(
@@ -67,10 +68,11 @@ class StarCraft2Env(MultiAgentEnv):
         engine: Engine | None = None,
         difficulty: str = "7",
         step_mul: int = 8,
+        spec: MapSpec | None = None,
         **smac_flags: Any,
     ) -> None:
         self.map_name = map_name
-        self.spec = load_map(map_name)
+        self.spec = load_map(map_name) if spec is None else spec
         self.opts = SmacOptions.from_flags(**smac_flags)
         if backend not in BACKENDS:
             raise ValueError(f"unknown SMAC backend {backend!r}; allowed: {', '.join(BACKENDS)}")

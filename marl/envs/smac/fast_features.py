@@ -227,6 +227,7 @@ def reward_end_kernel(
     enemy_medivac,
     sparse,
     only_positive,
+    clip_at_zero,
     death_value,
     neg_scale,
     reward,
@@ -267,7 +268,8 @@ def reward_end_kernel(
         if sparse:
             reward[e] = 0.0
         elif only_positive:
-            reward[e] = abs(dmg_e + death_value * died_e)
+            gain = dmg_e + death_value * died_e
+            reward[e] = max(gain, 0.0) if clip_at_zero else abs(gain)
         else:
             reward[e] = dmg_e + (death_value * died_e - death_value * neg_scale * died_a) - neg_scale * dmg_a
         loss = (alive_a == 0 and alive_e > 0) or (mmm and fighter_a == 0)

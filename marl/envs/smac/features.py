@@ -34,7 +34,7 @@ from marl.envs.smac.options import (
     max_reward,
 )
 from marl.envs.smac.threads import resolve_threads, with_threads
-from marl.envs.smac.types import MapSpec, UnitTable
+from marl.envs.smac.types import MEDIVAC_MAP_TYPES, MapSpec, UnitTable
 
 __all__ = [
     "MOVE_AMOUNT",
@@ -151,11 +151,12 @@ class SmacFeatures(NumpyFeatures):
             cur.health.astype(f64, copy=False),
             cur.shield.astype(f64, copy=False),
             dead,
-            self.spec.map_type == "MMM",
+            self.spec.map_type in MEDIVAC_MAP_TYPES,
             self.ally_medivac,
             self.enemy_medivac,
             o.reward_sparse,
             o.reward_only_positive,
+            self.reward_clip_at_zero,
             o.reward_death_value,
             o.reward_negative_scale,
             reward,

@@ -23,7 +23,7 @@ from marl.envs.smac.options import (
     N_ACTIONS_NO_ATTACK,
     SmacOptions,
 )
-from marl.envs.smac.types import MapSpec, UnitTable
+from marl.envs.smac.types import MEDIVAC_MAP_TYPES, MapSpec, UnitTable
 
 # (dx, dy) of SMAC's surrounding points (2·move_amount and move_amount offsets) for pathing/height obs.
 _SURROUND = np.array([(0, 4), (0, -4), (4, 0), (-4, 0), (2, 2), (-2, -2), (2, -2), (-2, 2)], dtype=np.int64)
@@ -130,7 +130,13 @@ def _padded(grid: np.ndarray, value: float, dtype: type) -> np.ndarray:
 
 
 class FeatureLayout:
-    """Per-map constants and obs/state layout of one map under one set of options (no per-step rules)."""
+    """Per-map constants and obs/state layout of one map under one set of options (no per-step rules).
+
+    ``reward_clip_at_zero``: with ``reward_only_positive`` the dense reward is SMAC v1's
+    ``|damage + kills|`` (False) or SMACv2's ``max(damage + kills, 0)`` (True; smacv2 ``reward_battle``).
+    """
+
+    reward_clip_at_zero = False
 
     def __init__(self, spec: MapSpec, opts: SmacOptions) -> None:
         self.spec, self.opts = spec, opts
@@ -139,7 +145,7 @@ class FeatureLayout:
         self.bits = spec.unit_type_bits
         self.s_a = int(spec.ally_race == "P")
         self.s_e = int(spec.enemy_race == "P")
-        mmm = spec.map_type == "MMM"
+        mmm = spec.map_type in MEDIVAC_MAP_TYPES
         ally_t, enemy_t = spec.ally_types, spec.enemy_types
         b = self.bits
         self.ally_onehot = _one_hot(_type_index(ally_t, _ALLY_TYPE_ORDER.get(spec.map_type), b), b)

@@ -13,6 +13,7 @@ import numpy as np
 
 from marl.envs.smac.features_layout import _DIRS, _PAD, _SURROUND, RUNNING, FeatureLayout, Geometry, Units
 from marl.envs.smac.options import MOVE_AMOUNT, SHOOT_RANGE, SIGHT_RANGE
+from marl.envs.smac.types import MEDIVAC_MAP_TYPES
 
 
 class NumpyFeatures(FeatureLayout):
@@ -190,7 +191,7 @@ class NumpyFeatures(FeatureLayout):
         """
         n = self.n_agents
         alive = u.health > 0
-        if self.spec.map_type != "MMM":
+        if self.spec.map_type not in MEDIVAC_MAP_TYPES:
             any_a, any_e = alive[:, :n].any(-1), alive[:, n:].any(-1)
             return self._end_lut[any_a.view(np.int8), any_e.view(np.int8)]
         na, ne = alive[:, :n].sum(-1), alive[:, n:].sum(-1)
@@ -218,6 +219,9 @@ class NumpyFeatures(FeatureLayout):
         died_ally, died_enemy = np.add.reduceat(just_died, self.side_bounds, axis=1, dtype=np.int64).T
         death_reward = o.reward_death_value * died_enemy
         if o.reward_only_positive:
-            return np.abs(dmg_enemy + death_reward)  # |·| turns net regeneration into positive reward
+            gain = dmg_enemy + death_reward
+            if self.reward_clip_at_zero:  # SMACv2: max(gain, 0)
+                return np.maximum(gain, 0.0)
+            return np.abs(gain)  # SMAC v1: |·| turns net regeneration into positive reward
         death_reward = death_reward - o.reward_death_value * neg * died_ally
         return dmg_enemy + death_reward - neg * dmg_ally

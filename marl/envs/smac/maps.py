@@ -40,7 +40,7 @@ _TOP_KEYS = {
     "map_size",
 }
 _REQUIRED = _TOP_KEYS - {"description", "map_size"}
-_ORDER_KINDS = {"attack_move": 1, "attack_move_between": 2, "attack_group": 0, "none": 0}
+_ORDER_KINDS = {"attack_move": 1, "attack_move_between": 2, "attack_group": 0, "attack_nearest": 0, "none": 0}
 
 
 def list_maps() -> list[str]:

@@ -52,6 +52,10 @@ _ALLY_TYPE_ORDER = {
     "stalkers_and_zealots": ("stalker", "zealot"),
     "colossi_stalkers_zealots": ("colossus", "stalker", "zealot"),
     "bane": ("baneling", "zergling"),
+    # SMACv2 get_unit_type_id: the same indices for allies and enemies (docs/smacv2.md §3)
+    "protoss_gen": ("stalker", "zealot", "colossus"),
+    "terran_gen": ("marine", "marauder", "medivac"),
+    "zerg_gen": ("zergling", "hydralisk", "baneling"),
 }
 _ENEMY_TYPE_ORDER = {**_ALLY_TYPE_ORDER, "stalkers_and_zealots": ("zealot", "stalker")}
 

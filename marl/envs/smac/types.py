@@ -39,7 +39,14 @@ MAP_TYPES = (
     "hydralisks",
     "bane",
     "colossus",
+    # SMACv2's generated-team maps 10gen_<race> (oxwhirl/smacv2 smac_maps.py; docs/smacv2.md)
+    "protoss_gen",
+    "terran_gen",
+    "zerg_gen",
 )
+# Map types whose Medivacs heal (action 6 + j targets ally j) and whose end rule ignores a lone Medivac
+# (oxwhirl/smac ``only_medivac_left``; SMACv2 applies the same to terran_gen).
+MEDIVAC_MAP_TYPES = ("MMM", "terran_gen")
 
 
 @dataclass(frozen=True)
@@ -56,7 +63,8 @@ class EnemyOrder:
     """The order enemies get at every (re)spawn.
 
     kind: ``attack_move`` (to ``target``), ``attack_move_between`` (to a uniformly random point on the
-    segment ``target``–``target2``), ``attack_group`` (attack-move to the allies' centroid) or ``none``.
+    segment ``target``–``target2``), ``attack_group`` (attack-move to the allies' centroid),
+    ``attack_nearest`` (SMACv2's map trigger: each idle enemy attacks the closest living ally) or ``none``.
     """
 
     kind: str

@@ -26,6 +26,7 @@ from marl.envs.smac.sim.stepper import (
     ORDER_AMOVE,
     ORDER_BETWEEN,
     ORDER_GROUP,
+    ORDER_NEAREST,
     ORDER_NONE,
     check_actions,
     sim_reset,
@@ -49,7 +50,7 @@ from marl.envs.smac.sim.units import (
     type_ids,
 )
 from marl.envs.smac.threads import resolve_threads, with_threads
-from marl.envs.smac.types import MapSpec, SideTable, UnitTable
+from marl.envs.smac.types import MEDIVAC_MAP_TYPES, MapSpec, SideTable, UnitTable
 
 SPAWN_NOISE = 0.25
 _ORDER_KINDS = {
@@ -57,6 +58,7 @@ _ORDER_KINDS = {
     "attack_move": ORDER_AMOVE,
     "attack_move_between": ORDER_BETWEEN,
     "attack_group": ORDER_GROUP,
+    "attack_nearest": ORDER_NEAREST,
 }
 
 
@@ -310,7 +312,9 @@ class BatchedSimEngine:
 
     def battle_status(self) -> np.ndarray:
         """(n_envs,) int: 0 running, 1 won, 2 lost, 3 draw (SMAC's end rule, MMM Medivac rule included)."""
-        return battle_status(self.n_agents, PROPS, self.utype, self.S, self.spec.map_type == "MMM")
+        return battle_status(
+            self.n_agents, PROPS, self.utype, self.S, self.spec.map_type in MEDIVAC_MAP_TYPES
+        )
 
     def snapshot(self) -> BatchedUnitTable:
         """A copy of the current state of all envs."""

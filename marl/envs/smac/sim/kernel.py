@@ -6,8 +6,8 @@ order kind/target/point, last attacker; ids are stored as floats).  Packing the 
 one array keeps the compiled calls cheap (each array argument costs time on every call).
 
 Order kinds (column S_OK): IDLE, MOVE (to the order point, ends on arrival), ATTACK (unit S_TGT; allies
-go idle when it dies), HEAL (Medivac, ally S_TGT), AMOVE (enemy attack-move to the order point; S_TGT
-is then the auto-target).
+go idle when it dies; enemies get it only from the ``attack_nearest`` order of SMACv2's map), HEAL
+(Medivac, ally S_TGT), AMOVE (enemy attack-move to the order point; S_TGT is then the auto-target).
 
 A tick (one game loop): units act in a freshly shuffled order; each living unit regenerates, counts its
 cooldown down by one loop, then runs its order (moving ``speed`` per loop, or firing when its cooldown is
@@ -242,6 +242,13 @@ def _enemy_act(e, i, na, props, utype, grid, nav, S, rng):
     weapon range.  Being attacked does not by itself change a target the unit keeps (no source found for a
     retaliation switch); it matters only to a unit with no target in scan range (see :func:`_acquire`).
     """
+    if S[e, i, S_OK] == ATTACK:  # an ordered attack (SMACv2's trigger): chase the target until it dies
+        t = int(S[e, i, S_TGT])
+        if S[e, t, S_HP] > 0.0:
+            _attack(e, i, t, na, props, utype, grid, nav, S, rng)
+            return
+        S[e, i, S_OK] = IDLE
+        S[e, i, S_TGT] = -1
     t = int(S[e, i, S_TGT])
     if t >= 0:
         if (

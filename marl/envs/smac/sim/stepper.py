@@ -17,7 +17,7 @@ from marl.envs.smac.sim.kernel import (
     _push,
     _regen,
 )
-from marl.envs.smac.sim.physics import rand_int, rand_uniform, walkable
+from marl.envs.smac.sim.physics import can_hit, rand_int, rand_uniform, walkable
 from marl.envs.smac.sim.units import (
     AIR,
     CLIFF_WALK,
@@ -41,7 +41,7 @@ from marl.envs.smac.sim.units import (
 )
 
 # enemy order kinds (EnemyOrder.kind)
-ORDER_NONE, ORDER_AMOVE, ORDER_BETWEEN, ORDER_GROUP = 0, 1, 2, 3
+ORDER_NONE, ORDER_AMOVE, ORDER_BETWEEN, ORDER_GROUP, ORDER_NEAREST = 0, 1, 2, 3, 4
 _MOVE_DX = np.array([0.0, 0.0, 0.0, 1.0, -1.0])  # indexed by action - 1 (stop, N, S, E, W)
 _MOVE_DY = np.array([0.0, 1.0, -1.0, 0.0, 0.0])
 MOVE_AMOUNT = 2.0
@@ -57,6 +57,28 @@ def _ally_centroid(e, na, S):
             cy += S[e, k, S_Y]
             n += 1
     return (cx / n, cy / n, True) if n > 0 else (0.0, 0.0, False)
+
+
+@njit(cache=True)
+def _order_nearest(e, na, props, utype, S):
+    """SMACv2's map trigger "Attack" (32x32_flat's MapScript.galaxy, every 0.5 game seconds): every enemy
+    without an order is ordered to attack the living ally closest to it (an enemy that cannot hit that ally
+    stays idle and acquires on its own; enemy Medivacs keep their healer rule)."""
+    u = S.shape[1]
+    for k in range(na, u):
+        if S[e, k, S_HP] <= 0.0 or props[utype[k], HEALER] > 0:
+            continue
+        if S[e, k, S_OK] == ATTACK and S[e, int(S[e, k, S_TGT]), S_HP] > 0.0:
+            continue
+        best, best_d = -1, np.inf
+        for j in range(na):
+            if S[e, j, S_HP] > 0.0:
+                d = (S[e, j, S_X] - S[e, k, S_X]) ** 2 + (S[e, j, S_Y] - S[e, k, S_Y]) ** 2
+                if d < best_d:
+                    best, best_d = j, d
+        if best >= 0 and can_hit(props, utype, k, best):
+            S[e, k, S_OK] = ATTACK
+            S[e, k, S_TGT] = best
 
 
 @njit(cache=True)
@@ -93,6 +115,8 @@ def _step_env(e, actions, na, props, utype, grid, nav, enemy_order, S, rng, buf,
         else:
             S[e, i, S_OK] = ATTACK
             S[e, i, S_TGT] = na + a - 6
+    if enemy_order == ORDER_NEAREST:  # the trigger's period (8 loops) is one agent step
+        _order_nearest(e, na, props, utype, S)
     if enemy_order == ORDER_GROUP:
         cx, cy, ok = _ally_centroid(e, na, S)
         if ok:
@@ -178,7 +202,9 @@ def sim_reset(mask, na, props, utype, grid, base_pos, noise, enemy_order, target
             gy = target[1] + f * (target2[1] - target[1])
         elif enemy_order == ORDER_GROUP:
             gx, gy, _ = _ally_centroid(e, na, S)
-        if enemy_order != ORDER_NONE:
+        if enemy_order == ORDER_NEAREST:
+            _order_nearest(e, na, props, utype, S)
+        elif enemy_order != ORDER_NONE:
             for i in range(na, u):
                 S[e, i, S_OK] = AMOVE
                 S[e, i, S_OX] = gx

@@ -1,0 +1,231 @@
+"""``SMACv2Env``: SMACv2's capability-config env (``StarCraftCapabilityEnvWrapper`` over smacv2's
+``StarCraft2Env``) on the embedded engine. Each reset draws a team and start positions from the env's seed,
+builds that episode's map and runs it with SMAC's rules plus SMACv2's observations (docs/smacv2.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from marl.envs.smac.env import StarCraft2Env
+from marl.envs.smac.features import SmacFeatures
+from marl.envs.smac.smacv2.capability import scenario_from_capability_config
+from marl.envs.smac.smacv2.distributions import draw_teams, surrounded_and_reflect
+from marl.envs.smac.smacv2.features import V2Flags, V2Observer, unit_ranges, v2_sizes
+from marl.envs.smac.smacv2.scenarios import RACE_LETTER, Scenario, get_scenario
+from marl.envs.smac.types import MEDIVAC_MAP_TYPES, EnemyOrder, MapSpec, UnitGroup
+
+# smacv2 _init_ally_unit_types: the RL-unit ids of the 10gen maps are in this (alphabetical) order, and
+# init_units sorts the agents by (unit id, x, y).
+RL_UNIT_ORDER = (
+    "baneling",
+    "colossus",
+    "hydralisk",
+    "marauder",
+    "marine",
+    "medivac",
+    "stalker",
+    "zealot",
+    "zergling",
+)
+
+
+def episode_spec(
+    sc: Scenario, allies: list[str], enemies: list[str], ally_xy: np.ndarray, enemy_xy: np.ndarray
+) -> MapSpec:
+    """The map of one generated episode: one unit group per unit at its start position on the flat
+    ``map_size`` arena, agents sorted as SMACv2 sorts them; each idle enemy is ordered to attack the closest
+    living ally, as the trigger of SMACv2's map 32x32_flat does."""
+    order = sorted(range(len(allies)), key=lambda k: (RL_UNIT_ORDER.index(allies[k]), *ally_xy[k]))
+    ally_groups = tuple(UnitGroup(allies[k], 1, (float(ally_xy[k, 0]), float(ally_xy[k, 1]))) for k in order)
+    enemy_groups = tuple(
+        UnitGroup(u, 1, (float(x), float(y))) for u, (x, y) in zip(enemies, enemy_xy, strict=True)
+    )
+    race = RACE_LETTER[sc.race]
+    return MapSpec(
+        name=sc.name,
+        ally_race=race,
+        enemy_race=race,
+        episode_limit=sc.episode_limit,
+        unit_type_bits=sc.unit_type_bits,
+        map_type=sc.map_type,
+        allies=ally_groups,
+        enemies=enemy_groups,
+        enemy_order=EnemyOrder("attack_nearest"),
+        pathing_grid=np.ones(sc.map_size, dtype=bool),
+        map_size=sc.map_size,
+        description=f"SMACv2 {sc.name}: {', '.join(allies)} vs {', '.join(enemies)}",
+    )
+
+
+class SMACv2Env(StarCraft2Env):
+    """A SMACv2 scenario (Ellis et al. 2022, arXiv:2212.07489) with SMACv2's interface and sizes.
+
+    ``map_name`` is one of the 15 scenarios (``protoss_5_vs_5`` ... ``zerg_20_vs_23``); ``n_units`` and
+    ``n_enemies`` override its counts as SMACv2's capability config does. SMACv2's own form also works:
+    ``map_name="10gen_<race>"`` with ``capability_config`` (SMACv2's dict; :mod:`.capability`), or without it
+    the race's example config (5 vs 5). SMACv2's flags (``obs_own_pos``, ``use_unit_ranges``,
+    ``min_attack_range``, ``prob_obs_enemy``, ``fully_observable``, ``action_mask``, ``conic_fov``) default to
+    its standard configs; the other flags are SMAC's. Only the embedded engine.
+    """
+
+    def __init__(
+        self,
+        map_name: str = "protoss_5_vs_5",
+        backend: str = "sim",
+        seed: int | None = None,
+        n_units: int | None = None,
+        n_enemies: int | None = None,
+        obs_own_pos: bool = True,
+        use_unit_ranges: bool = True,
+        min_attack_range: float = 2.0,
+        prob_obs_enemy: float = 1.0,
+        fully_observable: bool = False,
+        action_mask: bool = True,
+        conic_fov: bool = False,
+        capability_config: dict[str, Any] | None = None,
+        **smac_flags: Any,
+    ) -> None:
+        if backend not in ("sim", "auto"):
+            raise ValueError(
+                f"SMACv2 scenarios run on the embedded engine only (backend='sim' or 'auto'), got {backend!r}"
+            )
+        if capability_config is not None:
+            if n_units is not None or n_enemies is not None:
+                raise ValueError("give n_units/n_enemies inside capability_config, not beside it")
+            self.scenario = scenario_from_capability_config(map_name, capability_config)
+        else:
+            self.scenario = get_scenario(map_name, n_units, n_enemies)
+        self.v2 = V2Flags(
+            obs_own_pos, use_unit_ranges, float(min_attack_range), float(prob_obs_enemy), fully_observable,
+            action_mask, conic_fov,
+        )  # fmt: skip
+        self._rng = np.random.default_rng(seed)
+        self._draw()
+        self.layout = self._next_layout
+        super().__init__(map_name, backend="sim", seed=seed, spec=self._next_spec, engine=None, **smac_flags)
+        self.backend = "sim"
+        if self.opts.heuristic_ai:
+            raise ValueError("heuristic_ai is not supported on SMACv2 scenarios yet")
+        sizes = v2_sizes(self.n_agents, self.n_enemies, RACE_LETTER[self.scenario.race], self.opts, self.v2)
+        self._sizes = sizes
+        self.n_actions = sizes["n_actions"]
+
+    # ------------------------------------------------------------------ generation
+    def _draw(self) -> None:
+        """Draw the next episode's teams and start positions (SMACv2: team_gen, then start_positions)."""
+        sc = self.scenario
+        allies, enemies = draw_teams(self._rng, sc.team_gen, sc.n_units, sc.n_enemies)
+        ally_xy, enemy_xy, kind = surrounded_and_reflect(
+            self._rng, sc.p, sc.n_units, sc.n_enemies, *sc.map_size
+        )
+        self._next_spec = episode_spec(sc, allies, enemies, ally_xy, enemy_xy)
+        self._next_layout = kind
+        self._fresh = True  # the next reset uses this draw
+
+    def seed(self, seed: int | None = None) -> int | None:
+        """Reseed the team/position draws and the engine (from the next reset)."""
+        self._rng = np.random.default_rng(seed)
+        self._seed = seed
+        self._draw()
+        return seed
+
+    def reset(self, seed: int | None = None) -> tuple[list[np.ndarray], np.ndarray]:
+        """Start an episode with a newly drawn team and start positions; returns (observations, state)."""
+        if seed is not None:
+            self.seed(seed)
+        if not self._fresh:
+            self._draw()
+        self._fresh = False
+        self._prev_spec = self.spec  # the map of the episode whose frames become the "last" ones
+        self.spec = self._next_spec
+        self.layout = self._next_layout
+        self.features = SmacFeatures(self.spec, self.opts)
+        self.features.reward_clip_at_zero = True  # smacv2 reward_battle: max(delta_enemy + delta_deaths, 0)
+        self._engine = self._make_engine()
+        medivac = self.spec.map_type in MEDIVAC_MAP_TYPES
+        f = self.features
+        self._observer = V2Observer(
+            self.spec.ally_types, self.spec.enemy_types, f.ally_onehot, f.enemy_onehot,
+            RACE_LETTER[self.scenario.race], self.spec.map_size, self.opts, self.v2, medivac,
+        )  # fmt: skip
+        return super().reset()
+
+    def _make_engine(self) -> Any:
+        from marl.envs.smac.sim.engine import SimEngine
+
+        return SimEngine(self.spec, seed=int(self._rng.integers(1 << 62)))
+
+    def _set_table(self, table: Any) -> None:
+        super()._set_table(table)
+        u = self._units
+        pos, health, shield = u.pos[0], u.health[0], u.shield[0]
+        move = self._avail[:, :6]
+        ob = self._observer
+        true_avail = ob.avail(pos, health, move, check_range=True)
+        self._avail = true_avail if self.v2.action_mask else ob.avail(pos, health, move, check_range=False)
+        if self._episode_steps == 0:
+            ob.new_episode()
+        else:
+            ob.after_step(health)
+        v1_move = self._obs[:, : ob.move_size]
+        self._obs = ob.observe(
+            pos, health, u.health_max, shield, v1_move, true_avail, self.last_action,
+            self._episode_steps / self.episode_limit, self._rng,
+        )  # fmt: skip
+        if self.opts.obs_instead_of_state:
+            self._state = self._obs.reshape(-1).copy()
+
+    def save_replay(self) -> str:
+        """As :meth:`StarCraft2Env.save_replay`, drawing the previous episode with its own team."""
+        if self._terminated or not self._last_frames:
+            return super().save_replay()
+        current = self.spec
+        self.spec = self._prev_spec
+        try:
+            return super().save_replay()
+        finally:
+            self.spec = current
+
+    # ------------------------------------------------------------------ sizes and info
+    def get_obs_size(self) -> int:
+        return self._sizes["obs"]
+
+    def get_state_size(self) -> int:
+        return self._sizes["state"]
+
+    def get_obs_own_feats_size(self) -> int:
+        return super().get_obs_own_feats_size() + 2 * self.v2.obs_own_pos
+
+    def get_stats(self) -> dict[str, Any]:
+        """SMAC's statistics plus this episode's generated teams and start-position layout."""
+        stats = super().get_stats()
+        stats.update(
+            ally_team=list(self.spec.ally_types),
+            enemy_team=list(self.spec.enemy_types),
+            start_positions=self.layout,
+        )
+        return stats
+
+    def feature_bounds(self) -> dict[str, tuple[float, float]]:
+        """Bounds over every team the scenario can draw: observations lie in [-1, 1] (with
+        ``fully_observable`` distances reach the map diagonal over the shortest sight range); the state as
+        :meth:`StarCraft2Env.feature_bounds`, over all of the race's unit types."""
+        from marl.envs.smac.options import DEFAULT_MAX_COOLDOWN, MAX_COOLDOWN
+        from marl.envs.smac.sim.units import CD_JITTER_HI, COOLDOWN, PROPS, type_ids
+
+        types = self.scenario.team_gen.unit_types
+        obs_lim = 1.0
+        if self.v2.fully_observable:
+            obs_lim = float(np.hypot(*self.scenario.map_size) / unit_ranges(types, self.v2)[0].min())
+        fighters = tuple(t for t in types if t != "medivac")
+        cd_max = PROPS[type_ids(fighters), COOLDOWN] + CD_JITTER_HI
+        norm = np.array([MAX_COOLDOWN.get(t, DEFAULT_MAX_COOLDOWN) for t in fighters])
+        return {"obs": (-obs_lim, obs_lim), "state": (-1.0, max(1.0, float(np.max(cd_max / norm))))}
+
+    def get_env_info(self) -> dict[str, Any]:
+        info = super().get_env_info()
+        info["scenario"] = self.scenario.name
+        return info
