@@ -69,12 +69,35 @@ class QNets(nn.Cell):
         return [self.target_agent] + ([self.target_mixer] if self.target_mixer is not None else [])
 
 
-def _build_nets(info: EnvInfo, cfg: Config) -> QNets:
-    a, m = cfg.agent, cfg.mixer
+def build_agent(info: EnvInfo, cfg: Config) -> nn.Cell:
+    """A fresh agent network of ``cfg.agent`` for this env's inputs and actions."""
+    a = cfg.agent
     in_dim = input_dim(info, a)
+    return build("agent", a.name, input_dim=in_dim, hidden_dim=a.hidden_dim, n_actions=info.n_actions)
+
+
+def q_train_step(loss_fn, params: list, optimizer: nn.Cell, clip: float, use_jit: bool):  # noqa: ANN001, ANN201
+    """``(train_step, grad_fn)`` for a Q-learner loss ``loss_fn(*batch) -> (loss, stats)``: the step takes the
+    gradient, clips and applies it (``clip_and_apply``) and returns ``[loss, *stats, grad_norm]``."""
+    grad_fn = ms.value_and_grad(loss_fn, None, weights=params, has_aux=True)
+
+    def train_step(
+        inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS, m_t, pow_vec
+    ):
+        (loss, stats), grads = grad_fn(
+            inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS, m_t, pow_vec
+        )
+        grad_norm = clip_and_apply(optimizer, grads, clip)
+        return ops.concat([loss.reshape(1), stats, grad_norm.reshape(1)])
+
+    return (jit(train_step) if use_jit else train_step), grad_fn
+
+
+def _build_nets(info: EnvInfo, cfg: Config) -> QNets:
+    m = cfg.mixer
 
     def make_agent() -> nn.Cell:
-        return build("agent", a.name, input_dim=in_dim, hidden_dim=a.hidden_dim, n_actions=info.n_actions)
+        return build_agent(info, cfg)
 
     def make_mixer() -> nn.Cell | None:
         if m.name == "none":
@@ -177,18 +200,7 @@ class QLearner(ChunkedBPTT):
                 mask_BT1,
             )
 
-        grad_fn = ms.value_and_grad(loss_fn, None, weights=self.params, has_aux=True)
-
-        def train_step(
-            inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS, m_t, pow_vec
-        ):
-            (loss, stats), grads = grad_fn(
-                inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS, m_t, pow_vec
-            )
-            grad_norm = clip_and_apply(optimizer, grads, clip)
-            return ops.concat([loss.reshape(1), stats, grad_norm.reshape(1)])
-
-        return (jit(train_step) if lc.use_jit else train_step), grad_fn
+        return q_train_step(loss_fn, self.params, optimizer, clip, lc.use_jit)
 
     def _arrays(self, batch: EpisodeBatch) -> list[np.ndarray]:
         """NumPy batch -> the whole-episode step's input arrays (checked against EnvInfo)."""

@@ -22,15 +22,13 @@ from __future__ import annotations
 import numpy as np
 
 from marl.config.schema import Config
-from marl.controllers.mac import input_dim
 from marl.envs.base import EnvInfo
-from marl.learners.optim import clip_and_apply
 from marl.learners.q_chunked import resolve_bptt_chunk
-from marl.learners.q_learner import QLearner, QNets
+from marl.learners.q_learner import QLearner, QNets, build_agent, q_train_step
 from marl.learners.targets import _greedy, td_lambda_targets
 from marl.modules.qtran import QTranJoint
-from marl.registry import build, register
-from marl.utils.ms import jit, ms, nn, ops
+from marl.registry import register
+from marl.utils.ms import ops
 
 AGENTS = ("rnn", "dueling_rnn")  # Q_jt reads the GRU hidden states
 
@@ -97,22 +95,11 @@ class QTRANLearner(QLearner):
         super().__init__(info, cfg)
 
     def _make_nets(self, info: EnvInfo, cfg: Config) -> QNets:
-        a = cfg.agent
-
-        def agent() -> nn.Cell:
-            return build(
-                "agent",
-                a.name,
-                input_dim=input_dim(info, a),
-                hidden_dim=a.hidden_dim,
-                n_actions=info.n_actions,
-            )
-
         def joint() -> QTranJoint:
             e = cfg.learner.qtran_embed_dim
-            return QTranJoint(info.n_agents, info.n_actions, info.state_shape, a.hidden_dim, e)
+            return QTranJoint(info.n_agents, info.n_actions, info.state_shape, cfg.agent.hidden_dim, e)
 
-        return QNets(agent(), agent(), joint(), joint())
+        return QNets(build_agent(info, cfg), build_agent(info, cfg), joint(), joint())
 
     def _make_step(self):  # noqa: ANN202 (returns a compiled function)
         lc, nets = self.cfg.learner, self.nets
@@ -159,16 +146,5 @@ class QTRANLearner(QLearner):
             )
             return td_loss + c_opt * opt_loss + c_nopt * nopt_loss, stats
 
-        grad_fn = ms.value_and_grad(loss_fn, None, weights=self.params, has_aux=True)
-
-        def train_step(
-            inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS, m_t, pow_vec
-        ):
-            (loss, stats), grads = grad_fn(
-                inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS, m_t, pow_vec
-            )
-            grad_norm = clip_and_apply(optimizer, grads, clip)
-            return ops.concat([loss.reshape(1), stats, grad_norm.reshape(1)])
-
         self.loss_fn = loss_fn  # the pure loss (tests recompute it)
-        return (jit(train_step) if lc.use_jit else train_step), grad_fn
+        return q_train_step(loss_fn, self.params, optimizer, clip, lc.use_jit)

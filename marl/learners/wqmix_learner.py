@@ -23,14 +23,12 @@ from __future__ import annotations
 import numpy as np
 
 from marl.config.schema import Config
-from marl.controllers.mac import input_dim
 from marl.envs.base import EnvInfo
-from marl.learners.optim import clip_and_apply
-from marl.learners.q_learner import QLearner, QNets, _build_nets
+from marl.learners.q_learner import QLearner, QNets, _build_nets, build_agent, q_train_step
 from marl.learners.targets import _greedy, make_bootstrap, td_lambda_targets
 from marl.modules.wqmix import CentralFFMixer
-from marl.registry import build, register
-from marl.utils.ms import jit, ms, nn, ops
+from marl.registry import register
+from marl.utils.ms import ms, nn, ops
 
 WEIGHTINGS = ("cw", "ow")
 MIXERS = ("qmix", "vdn")  # the restricted (monotonic) Q_tot; the central Q* is always CentralFFMixer
@@ -115,21 +113,11 @@ class WQMIXLearner(QLearner):
             )
 
     def _make_nets(self, info: EnvInfo, cfg: Config) -> WQNets:
-        a = cfg.agent
-
-        def agent() -> nn.Cell:
-            return build(
-                "agent",
-                a.name,
-                input_dim=input_dim(info, a),
-                hidden_dim=a.hidden_dim,
-                n_actions=info.n_actions,
-            )
-
         def central() -> CentralFFMixer:
             return CentralFFMixer(info.n_agents, info.state_shape, cfg.learner.central_embed_dim)
 
-        return WQNets(_build_nets(info, cfg), agent(), agent(), [central(), central()])
+        central_agents = build_agent(info, cfg), build_agent(info, cfg)
+        return WQNets(_build_nets(info, cfg), *central_agents, [central(), central()])
 
     def _make_step(self):  # noqa: ANN202 (returns a compiled function)
         lc, nets = self.cfg.learner, self.nets
@@ -175,16 +163,5 @@ class WQMIXLearner(QLearner):
             )
             return c_qmix * qmix_loss + c_central * central_loss, stats
 
-        grad_fn = ms.value_and_grad(loss_fn, None, weights=self.params, has_aux=True)
-
-        def train_step(
-            inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS, m_t, pow_vec
-        ):
-            (loss, stats), grads = grad_fn(
-                inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS, m_t, pow_vec
-            )
-            grad_norm = clip_and_apply(optimizer, grads, clip)
-            return ops.concat([loss.reshape(1), stats, grad_norm.reshape(1)])
-
         self.loss_fn = loss_fn  # the pure loss (tests recompute it)
-        return (jit(train_step) if lc.use_jit else train_step), grad_fn
+        return q_train_step(loss_fn, self.params, optimizer, clip, lc.use_jit)
