@@ -12,9 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_ppo import _random_batch  # tests/ is on sys.path under pytest
 
 import marl.learners.ppo_learner  # noqa: F401  (registers "ppo")
-from marl.buffers import EpisodeBatch, Scheme
+from marl.buffers import EpisodeBatch
 from marl.config import load_config
 from marl.envs.base import EnvInfo
 from marl.learners.ppo_learner import PPOLearner
@@ -38,21 +39,7 @@ def _learner(tmp_path: Path, *extra: str) -> PPOLearner:
 
 
 def _batch(b: int, seed: int) -> EpisodeBatch:
-    rng = np.random.default_rng(seed)
-    batch = EpisodeBatch(Scheme(INFO), b)
-    for t in range(INFO.episode_limit + 1):
-        avail = (rng.random((b, INFO.n_agents, INFO.n_actions)) < 0.6).astype(np.int32)
-        avail[..., 0] = 1
-        vals = {
-            "obs": rng.normal(size=(b, INFO.n_agents, INFO.obs_shape)),
-            "state": rng.normal(size=(b, INFO.state_shape)),
-            "avail_actions": avail,
-        }
-        if t < INFO.episode_limit:
-            act = np.array([[rng.choice(np.flatnonzero(r)) for r in env] for env in avail])
-            vals.update(actions=act, reward=rng.normal(size=(b, 1)), terminated=np.zeros((b, 1)))
-        batch.update(vals, t)
-    return batch
+    return _random_batch(INFO, b, seed)
 
 
 def test_maa2c_settings() -> None:
