@@ -10,6 +10,12 @@ and ``curves.png``, then the multi-seed report of :mod:`marl.report` (``report.m
 bootstrap CIs, ``marl_eval.json``, profiles and IQM curves); each task re-evaluates its run's best
 checkpoint for the report's absolute metric before it ends. All configs are resolved (and so checked)
 before anything is submitted.
+
+A sweep survives interruptions: the folder records its plan (``sweep.json``) and each finished run a
+``result.json``. Running the same command again, or ``scripts/sweep.py --resume <sweep folder>``, skips the
+finished runs, resumes each interrupted run from its newest intact checkpoint (``--resume`` of the trainer),
+starts the runs that never began, and writes the summary and report over all of them. A run folder left
+without any checkpoint is moved to ``_incomplete/`` and that run starts again.
 """
 
 from __future__ import annotations
@@ -17,20 +23,23 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shutil
 import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from marl.checkpoint import latest
 from marl.config import config_from_dict, config_to_dict, load_config
 from marl.report.runs import RunResult, compute_absolute, summarize_run
-
-METRIC = "test_win_rate"
+from marl.report.sweep_summary import METRIC, plot_sweep, summary_markdown
 
 __all__ = ["RunResult", "summarize_run", "summary_markdown", "plot_sweep", "plan", "run_sweep", "sweep_main"]
+
+PLAN_FILE = "sweep.json"  # the sweep's plan: what --resume re-runs
+DONE_FILE = "result.json"  # in a run folder: the run finished (training and absolute metric)
+PLAN_KEYS = ("alg", "env", "overrides", "metric", "threshold")  # must match when a sweep folder is reused
 
 
 def _run_one(
@@ -42,91 +51,45 @@ def _run_one(
     threshold: float,
     absolute: bool = True,
 ) -> RunResult:
-    """Body of one Ray task: train, then summarise (console output to ``run_dir/stdout.log``)."""
+    """Body of one Ray task: train (or resume an interrupted run), then summarise and mark it done
+    (console output to ``run_dir/stdout.log``)."""
     from marl.trainer import Trainer
 
     started = time.time()
-    Path(run_dir).mkdir(parents=True, exist_ok=True)
-    with open(Path(run_dir) / "stdout.log", "a", encoding="utf-8") as out:
+    folder = Path(run_dir)
+    resume = folder if latest(folder) is not None else None
+    if resume is None and folder.exists():  # begun but no checkpoint yet: keep it aside, start again
+        aside = folder.parent / "_incomplete" / f"{folder.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+        aside.parent.mkdir(exist_ok=True)
+        shutil.move(str(folder), str(aside))
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "stdout.log", "a", encoding="utf-8") as out:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            Trainer(config_from_dict(cfg_dict), run_dir=Path(run_dir)).run()
+            cfg = config_from_dict(cfg_dict)
+            trainer = Trainer(cfg, resume=resume) if resume else Trainer(cfg, run_dir=folder)
+            trainer.run()
             if absolute:  # the best checkpoint over 10x the test episodes, while this task holds its CPUs
                 try:
-                    compute_absolute(Path(run_dir), n_envs=int(cfg_dict["runner"]["batch_size_run"]))
+                    compute_absolute(folder, n_envs=int(cfg_dict["runner"]["batch_size_run"]))
                 except Exception:  # the training run stands; the report names the missing absolute metric
                     traceback.print_exc()
     res = summarize_run(map_name, seed, run_dir, metric, threshold)
     res.started, res.finished = started, time.time()
+    (folder / DONE_FILE).write_text(json.dumps(res.as_dict()), encoding="utf-8")
     return res
 
 
-def _mean_std(values: Sequence[float]) -> str:
-    if not values:
-        return "—"
-    return f"{np.mean(values):.3g} ± {np.std(values):.2g}"
-
-
-def summary_markdown(
-    results: Sequence[RunResult], metric: str = METRIC, threshold: float = 0.95, title: str = ""
-) -> str:
-    """Per-map table (mean ± std over seeds) followed by a per-run table, as Markdown."""
-    pct = f"{threshold:.0%}"
-    lines = [f"# {title}" if title else "# Sweep", ""]
-    lines += [
-        f"| map | runs | final {metric} | env steps to {pct} | reached {pct} | failed |",
-        "|---|---|---|---|---|---|",
-    ]
-    for m in dict.fromkeys(r.map_name for r in results):
-        rs = [r for r in results if r.map_name == m]
-        ok = [r for r in rs if not r.error]
-        reached = [float(r.steps_to) for r in ok if r.steps_to is not None]
-        lines.append(
-            f"| {m} | {len(rs)} | {_mean_std([r.final for r in ok])} | {_mean_std(reached)} | "
-            f"{len(reached)}/{len(ok)} | {len(rs) - len(ok)} |"
-        )
-    lines += [
-        "",
-        "Mean ± std over the seeds that finished; steps are over the runs that reached the "
-        f"threshold. {metric} comes from each run's greedy test phases (log.jsonl).",
-        "",
-    ]
-    lines += [f"| map | seed | final {metric} | steps to {pct} | run folder |", "|---|---|---|---|---|"]
-    for r in results:
-        final = "failed: " + r.error.splitlines()[-1][:80] if r.error else f"{r.final:.3f}"
-        steps = "—" if r.steps_to is None else str(r.steps_to)
-        lines.append(f"| {r.map_name} | {r.seed} | {final} | {steps} | {Path(r.run_dir).name} |")
-    return "\n".join(lines) + "\n"
-
-
-def plot_sweep(results: Sequence[RunResult], png_path: str | Path, metric: str = METRIC) -> Path:
-    """One panel per map: every seed's curve (thin) and their mean on a common step grid (thick)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    maps = list(dict.fromkeys(r.map_name for r in results))
-    fig = Figure(figsize=(4.5 * max(1, len(maps)), 3.6))
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(1, max(1, len(maps)), squeeze=False)[0]
-    for ax, m in zip(axes, maps, strict=False):
-        curves = [r.curve for r in results if r.map_name == m and r.curve]
-        for r in (r for r in results if r.map_name == m and r.curve):
-            ts, vs = zip(*r.curve, strict=True)
-            ax.plot(ts, vs, lw=0.8, alpha=0.5, label=f"seed {r.seed}")
-        if curves:
-            grid = np.linspace(0, min(c[-1][0] for c in curves), 50)
-            ys = [np.interp(grid, [p[0] for p in c], [p[1] for p in c]) for c in curves]
-            ax.plot(grid, np.mean(ys, axis=0), lw=2.2, color="black", label="mean")
-            ax.legend(fontsize=7)
-        else:
-            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
-        ax.set_title(m)
-        ax.set_xlabel("env steps")
-        ax.set_ylabel(metric)
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    png_path = Path(png_path)
-    fig.savefig(png_path, dpi=100)
-    return png_path
+def finished_result(
+    run_dir: Path, map_name: str, seed: int, metric: str, threshold: float
+) -> RunResult | None:
+    """The result of a run that finished in an earlier invocation of the sweep (``None`` if it did not)."""
+    done = run_dir / DONE_FILE
+    if not done.is_file():
+        return None
+    res = summarize_run(map_name, seed, run_dir, metric, threshold)
+    saved = json.loads(done.read_text(encoding="utf-8"))
+    res.started, res.finished = saved.get("started", res.started), saved.get("finished", res.finished)
+    return res
 
 
 def plan(
@@ -164,9 +127,17 @@ def run_sweep(
     import ray
 
     task = ray.remote(_run_one).options(num_cpus=cpus_per_run, max_retries=0)
-    refs = {task.remote(c, str(d), m, s, metric, threshold, absolute): (m, s, d) for m, s, d, c in runs}
     done: dict[Any, RunResult] = {}
-    pending = list(refs)
+    refs: dict[Any, tuple[str, int, Path]] = {}
+    for m, s, d, c in runs:
+        earlier = finished_result(d, m, s, metric, threshold)
+        if earlier is not None:  # finished before an interruption of the sweep: not run again
+            key = ("done", m, s)
+            refs[key], done[key] = (m, s, d), earlier
+            print(f"[sweep] {m} seed {s}: finished earlier (final {metric} {earlier.final:.3f})", flush=True)
+        else:
+            refs[task.remote(c, str(d), m, s, metric, threshold, absolute)] = (m, s, d)
+    pending = [r for r in refs if r not in done]
     while pending:
         ready, pending = ray.wait(pending, num_returns=1)
         m, s, d = refs[ready[0]]
@@ -190,11 +161,20 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--alg", default="qmix", help="algorithm config (default qmix)")
-    p.add_argument("--maps", nargs="+", required=True, help="maps / scenarios, one experiment each")
+    p.add_argument(
+        "--maps", nargs="+", help="maps / scenarios, one experiment each (required without --resume)"
+    )
     p.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 per map (default 5)")
     p.add_argument("--seed-start", type=int, default=0, help="first seed (default 0)")
     p.add_argument("--env", default=None, help="environment config (default: from the alg config)")
     p.add_argument("--out", default=None, help="sweep folder (default results/sweep_<alg>_<time>)")
+    p.add_argument(
+        "--resume",
+        default=None,
+        metavar="FOLDER",
+        help="continue the sweep in FOLDER with its recorded plan: finished runs are kept, interrupted ones "
+        "resume from their last checkpoint (running the same command with the same --out does the same)",
+    )
     p.add_argument(
         "--address", default="", help="Ray address: '' (local Ray or $RAY_ADDRESS), auto, ray://h:p"
     )
@@ -212,17 +192,73 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _plan_record(args: argparse.Namespace) -> dict[str, Any]:
+    """What ``sweep.json`` records: enough to re-run the sweep with ``--resume``."""
+    seeds = list(range(args.seed_start, args.seed_start + args.seeds))
+    return {
+        "alg": args.alg,
+        "env": args.env,
+        "overrides": list(args.overrides),
+        "metric": args.metric,
+        "threshold": args.threshold,
+        "maps": list(args.maps),
+        "seeds": seeds,
+    }
+
+
+def _merge_plan(out: Path, record: dict[str, Any]) -> dict[str, Any]:
+    """The plan to record in ``out``: ``record``, or an earlier plan of that folder extended by its maps and
+    seeds. A folder holding a sweep of other settings is an error naming them (a resumed sweep must mean
+    the same experiment)."""
+    f = out / PLAN_FILE
+    if not f.is_file():
+        return record
+    old = json.loads(f.read_text(encoding="utf-8"))
+    differ = [f"{k}: {old.get(k)!r} there, {record[k]!r} now" for k in PLAN_KEYS if old.get(k) != record[k]]
+    if differ:
+        raise SystemExit(
+            f"sweep.py: {out} holds a sweep with other settings ({'; '.join(differ)}); use another --out, "
+            f"or --resume {out} to continue it as it was"
+        )
+    merged = dict(old)
+    merged["maps"] = list(dict.fromkeys([*old["maps"], *record["maps"]]))
+    merged["seeds"] = sorted({*old["seeds"], *record["seeds"]})
+    return merged
+
+
+def _args_from_plan(args: argparse.Namespace) -> argparse.Namespace:
+    """``--resume FOLDER``: the recorded plan's settings replace those of the command line."""
+    folder = Path(args.resume)
+    f = folder / PLAN_FILE
+    if not f.is_file():
+        raise SystemExit(f"sweep.py: --resume {folder}: no {PLAN_FILE} there (not a sweep folder)")
+    plan_ = json.loads(f.read_text(encoding="utf-8"))
+    seeds = plan_["seeds"]
+    if seeds != list(range(seeds[0], seeds[0] + len(seeds))):
+        raise SystemExit(f"sweep.py: --resume {folder}: its seeds {seeds} are not a contiguous range")
+    for k in ("alg", "env", "overrides", "metric", "threshold", "maps"):
+        setattr(args, k, plan_[k])
+    args.seed_start, args.seeds, args.out = seeds[0], len(seeds), str(folder)
+    return args
+
+
 def sweep_main(argv: Sequence[str] | None = None) -> tuple[Path, list[RunResult]]:
     """The ``scripts/sweep.py`` command line; returns the sweep folder and the per-run results."""
     from marl.runners.ray_runner import _ray, connect
 
     args = build_parser().parse_args(argv)
+    if args.resume:
+        args = _args_from_plan(args)
+    if not args.maps:
+        raise SystemExit("sweep.py: --maps is required (or --resume FOLDER)")
     if args.seeds < 1 or args.cpus_per_run <= 0:
         raise SystemExit("--seeds must be >= 1 and --cpus-per-run > 0")
     out = Path(args.out or Path("results") / f"sweep_{args.alg}_{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     seeds = list(range(args.seed_start, args.seed_start + args.seeds))
     runs = plan(args.alg, args.maps, seeds, out, args.env, args.overrides)
+    record = _merge_plan(out, _plan_record(args))
     out.mkdir(parents=True, exist_ok=True)
+    (out / PLAN_FILE).write_text(json.dumps(record, indent=1), encoding="utf-8")
     owns = connect(args.address, args.num_cpus)
     try:
         print(
@@ -231,6 +267,11 @@ def sweep_main(argv: Sequence[str] | None = None) -> tuple[Path, list[RunResult]
             flush=True,
         )
         results = run_sweep(runs, args.cpus_per_run, args.metric, args.threshold, not args.no_absolute)
+    except KeyboardInterrupt:
+        print(
+            f"\n[sweep] interrupted; finished runs are kept. Continue with: scripts/sweep.py --resume {out}"
+        )
+        raise
     finally:
         if owns:
             _ray().shutdown()

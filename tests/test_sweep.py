@@ -10,6 +10,33 @@ import pytest
 
 from marl.sweep import plot_sweep, summarize_run, summary_markdown, sweep_main
 
+# tiny QMIX runs on the fake env (seconds each)
+TINY = [
+    "t_max=120",
+    "batch_size_run=2",
+    "batch_size=2",
+    "buffer_size=8",
+    "test_interval=60",
+    "log_interval=60",
+    "test_nepisode=2",
+    "hidden_dim=8",
+    "embed_dim=8",
+    "hypernet_dim=8",
+    "save_interval=0",
+    "progress=false",
+    "mindinsight=false",
+    "use_jit=false",
+]
+LOCAL_RAY = ["--address", "local", "--num-cpus", "2", "--cpus-per-run", "1"]
+
+
+def _fresh_ray():
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # a local Ray on the loopback address
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        ray.shutdown()
+    return ray
+
 
 def _write_log(run_dir, points, key="test_win_rate"):
     run_dir.mkdir(parents=True)
@@ -44,26 +71,7 @@ def test_summary_from_logs(tmp_path):
 
 @pytest.mark.slow
 def test_two_maps_two_seeds_sweep(tmp_path, capsys):
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # a local Ray on the loopback address
-    ray = pytest.importorskip("ray")
-    if ray.is_initialized():
-        ray.shutdown()
-    tiny = [
-        "t_max=120",
-        "batch_size_run=2",
-        "batch_size=2",
-        "buffer_size=8",
-        "test_interval=60",
-        "log_interval=60",
-        "test_nepisode=2",
-        "hidden_dim=8",
-        "embed_dim=8",
-        "hypernet_dim=8",
-        "save_interval=0",
-        "progress=false",
-        "mindinsight=false",
-        "use_jit=false",
-    ]
+    ray = _fresh_ray()
     out = tmp_path / "sweep"
     argv = [
         "--env",
@@ -75,13 +83,8 @@ def test_two_maps_two_seeds_sweep(tmp_path, capsys):
         "2",
         "--out",
         str(out),
-        "--address",
-        "local",
-        "--num-cpus",
-        "2",
-        "--cpus-per-run",
-        "1",
-        *tiny,
+        *LOCAL_RAY,
+        *TINY,
     ]
     path, results = sweep_main(argv)
     assert not ray.is_initialized()  # the sweep started its Ray, so it stopped it
@@ -135,3 +138,66 @@ def test_bad_override_fails_before_any_run(tmp_path):
             ]
         )
     assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.slow
+def test_sweep_resumes_after_an_interruption(tmp_path):
+    """A sweep folder left by an interrupted sweep: a finished run is kept as it is, a run cut off after a
+    checkpoint resumes from it, a run that never checkpointed starts again (its folder moved aside); then
+    ``--resume`` alone re-runs nothing."""
+    from marl.config import load_config
+    from marl.trainer import Trainer
+
+    ray = _fresh_ray()
+    out = tmp_path / "sweep"
+    common = ["--env", "fake", "--seeds", "1", "--out", str(out), *LOCAL_RAY, "--no-absolute", *TINY]
+    sweep_main(["--maps", "m1", *common])  # m1 finished before the interruption
+    m1_log = (out / "qmix_m1_seed0" / "log.jsonl").read_bytes()
+    assert (out / "qmix_m1_seed0" / "result.json").is_file()
+    # m2 was cut off at t_env >= 60 after a checkpoint; m3 had begun but written no checkpoint
+    cut = load_config(
+        "qmix",
+        env="fake",
+        map_name="m2",
+        overrides=[*TINY, "t_max=60", "seed=0", f"results_dir={out}", "run_name=qmix_m2_seed0"],
+    )
+    Trainer(cut, run_dir=out / "qmix_m2_seed0").run()
+    cut_at = max(t for t, _ in summarize_run("m2", 0, out / "qmix_m2_seed0").curve)
+    (out / "qmix_m3_seed0").mkdir()
+    (out / "qmix_m3_seed0" / "log.jsonl").write_text("")
+
+    _, results = sweep_main(["--maps", "m1", "m2", "m3", *common])
+    assert not ray.is_initialized()
+    assert [(r.map_name, r.error) for r in results] == [("m1", ""), ("m2", ""), ("m3", "")]
+    assert (out / "qmix_m1_seed0" / "log.jsonl").read_bytes() == m1_log  # not run again
+    m2 = out / "qmix_m2_seed0"
+    assert "[resume]" in (m2 / "stdout.log").read_text()
+    ts = [t for t, _ in results[1].curve]
+    assert ts == sorted(set(ts)) and ts[-1] > cut_at and cut_at in ts  # one monotonic curve across the cut
+    logged = [json.loads(line).get("t", 0) for line in (m2 / "log.jsonl").read_text().splitlines()]
+    assert max(logged) >= 120  # trained on to the sweep's t_max
+    aside = list((out / "_incomplete").iterdir())
+    assert [p.name.startswith("qmix_m3_seed0-") for p in aside] == [True]
+    assert (aside[0] / "log.jsonl").read_text() == ""
+    assert results[2].curve[-1][0] >= 60
+    assert json.loads((out / "sweep.json").read_text())["maps"] == ["m1", "m2", "m3"]
+
+    stamps = {r.map_name: (out / f"qmix_{r.map_name}_seed0" / "log.jsonl").stat().st_mtime for r in results}
+    _, again = sweep_main(["--resume", str(out), *LOCAL_RAY, "--no-absolute"])
+    assert [(r.map_name, r.final) for r in again] == [(r.map_name, r.final) for r in results]
+    assert stamps == {m: (out / f"qmix_{m}_seed0" / "log.jsonl").stat().st_mtime for m in stamps}
+
+
+def test_a_sweep_folder_of_other_settings_is_refused(tmp_path):
+    out = tmp_path / "s"
+    out.mkdir()
+    (out / "sweep.json").write_text(
+        json.dumps(
+            {"alg": "vdn", "env": "fake", "overrides": [], "metric": "test_win_rate", "threshold": 0.95}
+            | {"maps": ["m1"], "seeds": [0]}
+        )
+    )
+    with pytest.raises(SystemExit, match="other settings .*alg: 'vdn' there, 'qmix' now"):
+        sweep_main(["--env", "fake", "--maps", "m1", "--seeds", "1", "--out", str(out)])
+    with pytest.raises(SystemExit, match="no sweep.json there"):
+        sweep_main(["--resume", str(tmp_path)])
