@@ -7,8 +7,13 @@ import pytest
 
 from marl import kernels
 from marl.modules import RNNAgent
-from marl.modules.gru_bptt import GRUSequence, gru_forward
-from marl.modules.gru_kernel import GRUForwardKernel, GRUSequenceKernel, gru_cells
+from marl.modules.gru_kernel import (
+    GRUForwardKernel,
+    GRUSequenceKernel,
+    GRUSequenceReference,
+    gru_cells,
+    gru_forward_reference,
+)
 from marl.utils.ms import jit, ms, setup
 
 setup(1, seed=0)
@@ -25,35 +30,42 @@ def _inputs(t: int, m: int, hd: int, seed: int, scale: float) -> list[ms.Tensor]
     def f(*shape: int, s: float = 1.0) -> ms.Tensor:
         return ms.Tensor(rng.normal(scale=s, size=shape).astype(np.float32))
 
-    return [f(t, m, 2 * hd), f(t, m, hd), f(m, hd, s=0.5), f(3 * hd, hd, s=scale), f(hd, s=0.1)]
+    # gi (no bias), h0, W_hh, b_ih, b_hh
+    return [f(t, m, 3 * hd), f(m, hd, s=0.5), f(3 * hd, hd, s=scale), f(3 * hd, s=0.1), f(3 * hd, s=0.1)]
+
+
+def _weights(t: int, m: int, hd: int, seed: int) -> ms.Tensor:
+    """Random weights of the hidden states in a test loss (its gradient with respect to h)."""
+    return ms.Tensor(np.random.default_rng(seed).normal(size=(t, m, hd)).astype(np.float32))
 
 
 def _float64_reference(args: list[ms.Tensor], dh_TMH: np.ndarray) -> list[np.ndarray]:
-    """The recurrence and its BPTT in float64 NumPy: ``[h, d gi_rz, d gi_n, d h0, d W_hh, d b_hn]``."""
-    gi_rz, gi_n, h0, w, b = (a.asnumpy().astype(np.float64) for a in args)
-    t_len, _, hd = gi_n.shape
+    """The recurrence and its BPTT in float64 NumPy: ``[h, d gi, d h0, d W_hh, d b_ih, d b_hh]``."""
+    gi, h0, w, b_ih, b_hh = (a.asnumpy().astype(np.float64) for a in args)
+    t_len, _, g3 = gi.shape
+    hd = g3 // 3
     sig = lambda v: 1.0 / (1.0 + np.exp(-v))  # noqa: E731
     hs, saved, h = [], [], h0
     for t in range(t_len):
-        g = h @ w.T
-        r, z = sig(gi_rz[t, :, :hd] + g[:, :hd]), sig(gi_rz[t, :, hd:] + g[:, hd : 2 * hd])
-        hn = g[:, 2 * hd :] + b
-        n = np.tanh(gi_n[t] + r * hn)
+        x, g = gi[t] + b_ih, h @ w.T + b_hh
+        r, z = sig(x[:, :hd] + g[:, :hd]), sig(x[:, hd : 2 * hd] + g[:, hd : 2 * hd])
+        hn = g[:, 2 * hd :]
+        n = np.tanh(x[:, 2 * hd :] + r * hn)
         saved.append((h, r, z, n, hn))
         h = n + z * (h - n)
         hs.append(h)
-    d_rz, d_n, d_w, d_b = np.zeros_like(gi_rz), np.zeros_like(gi_n), np.zeros_like(w), np.zeros_like(b)
+    d_gi, d_w, d_b_hh = np.zeros_like(gi), np.zeros_like(w), np.zeros_like(b_hh)
     carry = np.zeros_like(h0)
     for t in range(t_len - 1, -1, -1):
         hp, r, z, n, hn = saved[t]
         dh = dh_TMH[t] + carry
         d_npre = dh * (1 - z) * (1 - n * n)
         dg = np.concatenate([d_npre * hn * r * (1 - r), dh * (hp - n) * z * (1 - z), d_npre * r], 1)
-        d_rz[t], d_n[t] = dg[:, : 2 * hd], d_npre
+        d_gi[t] = np.concatenate([dg[:, : 2 * hd], d_npre], 1)
         carry = dh * z + dg @ w
         d_w += dg.T @ hp
-        d_b += dg[:, 2 * hd :].sum(0)
-    return [np.stack(hs), d_rz, d_n, carry, d_w, d_b]
+        d_b_hh += dg.sum(0)
+    return [np.stack(hs), d_gi, carry, d_w, d_gi.sum((0, 1)), d_b_hh]
 
 
 # (T, M, H): the 3m learner's size, and sizes on the kernels' unblocked paths (H not a multiple of 8/16)
@@ -67,25 +79,25 @@ def test_kernel_equals_reference_forward_and_gradients(t: int, m: int, hd: int, 
     1.7e-5 at 61; rounding in its per-step kernels), so the 1e-5 check is made against the truth."""
     lib = kernels.library("gru_seq")
     args = _inputs(t, m, hd, seed=t + m, scale=1.0 / np.sqrt(hd))  # nn.GRUCell's init scale
-    w_out = _inputs(t, m, hd, seed=1, scale=1.0)[1]
+    w_out = _weights(t, m, hd, seed=1)
 
     def loss_of(seq):  # noqa: ANN001, ANN202
         return lambda *a: (seq(*a)[0] * w_out).sum()
 
     results = []
-    for seq in (GRUSequence(), GRUSequenceKernel(lib)):
+    for seq in (GRUSequenceReference(), GRUSequenceKernel(lib)):
         grad_fn = ms.value_and_grad(loss_of(seq), grad_position=(0, 1, 2, 3, 4))
         _, grads = (jit(grad_fn) if use_jit else grad_fn)(*args)
         results.append([seq(*args)[0].asnumpy(), *(g.asnumpy() for g in grads)])
     truth = _float64_reference(args, w_out.asnumpy().astype(np.float64))
-    names = ["h", "gi_rz", "gi_n", "h0", "w_hh", "b_hn"]
+    names = ["h", "gi", "h0", "w_hh", "b_ih", "b_hh"]
     for name, ref, new, exact in zip(names, *results, truth, strict=True):
         scale = np.abs(exact).max()
         assert scale > 1e-3, name  # not vacuous
         np.testing.assert_allclose(new, exact, rtol=1e-5, atol=1e-5 * scale, err_msg=f"{name} vs float64")
         np.testing.assert_allclose(new, ref, rtol=1e-5, atol=1e-4 * scale, err_msg=f"{name} vs reference")
     np.testing.assert_array_equal(GRUForwardKernel(lib)(*args).asnumpy(), results[1][0])
-    np.testing.assert_allclose(gru_forward(*args).asnumpy(), results[0][0], atol=1e-6)
+    np.testing.assert_allclose(gru_forward_reference(*args).asnumpy(), results[0][0], atol=1e-6)
 
 
 @pytest.mark.parametrize(("t", "m", "hd"), [(61, 96, 64), (20, 50, 32)])
@@ -96,7 +108,7 @@ def test_kernel_threads_give_bitwise_identical_results(
     every output is bitwise the same as on one thread, also when the rows do not divide evenly."""
     lib = kernels.library("gru_seq")
     args = _inputs(t, m, hd, seed=5, scale=1.0 / np.sqrt(hd))
-    seq, dh = GRUSequenceKernel(lib), _inputs(t, m, hd, seed=6, scale=1.0)[1]
+    seq, dh = GRUSequenceKernel(lib), _weights(t, m, hd, seed=6)
 
     def loss(*a: ms.Tensor) -> ms.Tensor:
         return (seq(*a)[0] * dh).sum()
@@ -121,7 +133,7 @@ def _square_loss_grad(agent: RNNAgent):  # noqa: ANN202
 def test_agent_unroll_same_with_and_without_kernels() -> None:
     """The whole RNN agent: Q-values and parameter gradients equal on both paths."""
     fast, ref = RNNAgent(11, 16, 5), RNNAgent(11, 16, 5, use_kernels=False)
-    assert isinstance(fast.sequence, GRUSequenceKernel) and isinstance(ref.sequence, GRUSequence)
+    assert isinstance(fast.sequence, GRUSequenceKernel) and isinstance(ref.sequence, GRUSequenceReference)
     for p_ref, p_fast in zip(ref.trainable_params(), fast.trainable_params(), strict=True):
         p_ref.set_data(p_fast.data.copy())
     x = ms.Tensor(np.random.default_rng(2).normal(size=(4, 12, 3, 11)).astype(np.float32))
@@ -140,13 +152,13 @@ def test_switch_off_and_failed_build_fall_back(monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setenv("MARL_KERNELS", "0")
     kernels.library.cache_clear()
     try:
-        assert isinstance(gru_cells()[0], GRUSequence)
+        assert isinstance(gru_cells()[0], GRUSequenceReference)
         monkeypatch.setenv("MARL_KERNELS", "auto")
         monkeypatch.setenv("CXX", "false")  # a compiler that always fails
         monkeypatch.setattr(kernels, "_cache_dirs", lambda: [tmp_path])
         kernels.library.cache_clear()
         seq, fwd = gru_cells()
-        assert isinstance(seq, GRUSequence) and fwd is gru_forward
+        assert isinstance(seq, GRUSequenceReference) and fwd is gru_forward_reference
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "using the reference path" in err[0], err
         monkeypatch.setenv("MARL_KERNELS", "1")

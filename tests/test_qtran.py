@@ -15,6 +15,7 @@ from marl.config.schema import AgentConfig, Config, QTRANConfig
 from marl.learners.qtran_learner import QTRANLearner, qtran_losses_reference
 from marl.learners.targets import td_lambda_targets_reference
 from marl.modules.qtran import QTranJoint
+from marl.utils.ms import ms
 from marl.trainer import Trainer
 from marl.utils.ms import Tensor, nn, ops, setup
 
@@ -73,6 +74,7 @@ def test_joint_network_matches_numpy() -> None:
 def test_losses_equal_the_numpy_reference(double_q: bool, lam: float) -> None:
     gamma, c_opt, c_nopt = 0.99, 0.7, 0.3
     cfg = _cfg(double_q=double_q, td_lambda=lam, gamma=gamma, opt_loss=c_opt, nopt_min_loss=c_nopt)
+    ms.set_seed(3)  # the initial weights, whatever ran before in this process (the branches checked below)
     learner = QTRANLearner(INFO, cfg)
     nets = learner.nets
     for p in nets.target_agent.trainable_params() + nets.target_mixer.trainable_params():

@@ -1,14 +1,17 @@
 // The GRU recurrence over a whole sequence, forward and backward, as MindSpore AOT custom operators (CPU).
 //
-// The readable reference is marl/modules/gru_bptt.py (GRUSequence and its hand-written bprop); this file
-// computes exactly the same quantities, in float32, in three kernels instead of one MindSpore kernel per
-// step and operation. Gate order and layout follow torch.nn.GRUCell (r, z, n):
-//   g_t  = h_{t-1} W_hh^T                          (M, 3H)
-//   r, z = sigmoid(gi_rz_t + g_t[:, :2H])          (b_hr, b_hz folded into gi_rz by the caller)
-//   hn_t = g_t[:, 2H:] + b_hn
-//   n_t  = tanh(gi_n_t + r * hn_t)
+// The readable reference is marl/modules/gru_bptt.py (GRUSequence and its hand-written bprop, wrapped with
+// the bias additions by marl/modules/gru_kernel.py's GRUSequenceReference); this file computes exactly the
+// same quantities, in float32, in three kernels instead of one MindSpore kernel per step and operation. Gate
+// order and layout follow torch.nn.GRUCell (r, z, n), with gi = x W_ih^T (no bias) for every step:
+//   g_t  = h_{t-1} W_hh^T                                          (M, 3H)
+//   r, z = sigmoid(gi_t[:, :2H] + b_ih[:2H] + b_hh[:2H] + g_t[:, :2H])
+//   hn_t = g_t[:, 2H:] + b_hh[2H:]
+//   n_t  = tanh(gi_t[:, 2H:] + b_ih[2H:] + r * hn_t)
 //   h_t  = n_t + z * (h_{t-1} - n_t)
-// Tensors are row-major float32: gi_rz (T, M, 2H), gi_n (T, M, H), h0 (M, H), w_hh (3H, H), b_hn (H).
+// The biases are added here rather than by separate MindSpore ops, and their gradients are column sums
+// computed here (two BiasAdd and two ReduceSum kernels over (T*M, .) arrays fewer per pass).
+// Tensors are row-major float32: gi (T, M, 3H), h0 (M, H), w_hh (3H, H), b_ih (3H), b_hh (3H).
 // "saved" (T, M, 4H) holds [r | z | n | hn] per row for the backward pass.
 //
 // Every kernel has MindSpore's AOT signature:
@@ -16,10 +19,12 @@
 //         void* extra)
 // with the inputs first and then the outputs in params; it returns 0 on success.
 //
-// The matrix products use one register-blocked micro-kernel (6 rows x 16 columns, written with GCC
-// vector extensions, which compile to AVX2/FMA with -march=native) that needs the column count to be a
-// multiple of 16; other sizes use a plain loop. exp/sigmoid/tanh are written out (no libm call) so the
-// loops vectorise (tests hold them to a float64 reference).
+// The matrix products use one register-blocked micro-kernel written with GCC vector extensions (-march=native
+// compiles them for the machine): 8 rows x 32 columns in 512-bit vectors where the CPU has AVX-512 and the
+// column count is a multiple of 32, else 6 rows x 16 columns in 256-bit vectors (AVX2/FMA) where it is a
+// multiple of 16; other sizes use a plain loop. The element-wise gate code likewise takes 16 columns at a
+// time with AVX-512, else 8. exp/sigmoid/tanh are written out (no libm call) so the loops vectorise (tests
+// hold them to a float64 reference).
 
 #include <algorithm>
 #include <cmath>
@@ -37,34 +42,75 @@ typedef float v8u __attribute__((vector_size(32), aligned(4), may_alias));  // u
 inline v8 load8(const float* p) { return *reinterpret_cast<const v8u*>(p); }
 inline void store8(float* p, v8 v) { *reinterpret_cast<v8u*>(p) = v; }
 
-// C[R x 16] (+)= A[R x K] * B[K x 16]; A(r, k) = A[r * ars + k * aks]; B and C row-major with ld.
-template <int R>
+#ifdef __AVX512F__
+typedef float v16 __attribute__((vector_size(64)));
+typedef float v16u __attribute__((vector_size(64), aligned(4), may_alias));
+inline v16 load16(const float* p) { return *reinterpret_cast<const v16u*>(p); }
+inline void store16(float* p, v16 v) { *reinterpret_cast<v16u*>(p) = v; }
+#endif
+
+// Unaligned vector load/store for the vector types above (float: one value).
+template <class V> inline V ldv(const float* p);
+template <> inline v8 ldv<v8>(const float* p) { return load8(p); }
+inline void stv(float* p, v8 v) { store8(p, v); }
+#ifdef __AVX512F__
+template <> inline v16 ldv<v16>(const float* p) { return load16(p); }
+inline void stv(float* p, v16 v) { store16(p, v); }
+#endif
+
+// C[R x 2L] (+)= A[R x K] * B[K x 2L], L the lanes of V; A(r, k) = A[r * ars + k * aks]; B and C
+// row-major with ld.
+template <class V, int R>
 void micro(const float* a, int64_t ars, int64_t aks, const float* b, int64_t ldb, float* c, int64_t ldc,
            int64_t k_len, bool accumulate) {
-  v8 acc0[R], acc1[R];
-#pragma GCC unroll 6
+  constexpr int L = sizeof(V) / sizeof(float);
+  V acc0[R], acc1[R];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
     if (accumulate) {
-      acc0[r] = load8(c + r * ldc);
-      acc1[r] = load8(c + r * ldc + 8);
+      acc0[r] = ldv<V>(c + r * ldc);
+      acc1[r] = ldv<V>(c + r * ldc + L);
     } else {
-      acc0[r] = v8{};
-      acc1[r] = v8{};
+      acc0[r] = V{};
+      acc1[r] = V{};
     }
   }
   for (int64_t k = 0; k < k_len; ++k) {
-    const v8 b0 = load8(b + k * ldb), b1 = load8(b + k * ldb + 8);
-#pragma GCC unroll 6
+    const V b0 = ldv<V>(b + k * ldb), b1 = ldv<V>(b + k * ldb + L);
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const float s = a[r * ars + k * aks];
       acc0[r] += s * b0;
       acc1[r] += s * b1;
     }
   }
-#pragma GCC unroll 6
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-    store8(c + r * ldc, acc0[r]);
-    store8(c + r * ldc + 8, acc1[r]);
+    stv(c + r * ldc, acc0[r]);
+    stv(c + r * ldc + L, acc1[r]);
+  }
+}
+
+// The blocked product over column blocks of 2L with R-row tiles (and the leftover rows), for one K chunk.
+template <class V, int R>
+void blocked(int64_t m, int64_t n, int64_t kl, const float* ak, int64_t ars, int64_t aks, const float* bk,
+             int64_t ldb, float* c, int64_t ldc, bool acc) {
+  constexpr int64_t w = 2 * sizeof(V) / sizeof(float);
+  for (int64_t j = 0; j < n; j += w) {
+    int64_t i = 0;
+    for (; i + R <= m; i += R) micro<V, R>(ak + i * ars, ars, aks, bk + j, ldb, c + i * ldc + j, ldc, kl, acc);
+    const float* ai = ak + i * ars;
+    float* ci = c + i * ldc + j;
+    switch (m - i) {  // R - 1 rows at most are left
+      case 7: micro<V, 7>(ai, ars, aks, bk + j, ldb, ci, ldc, kl, acc); break;
+      case 6: micro<V, 6>(ai, ars, aks, bk + j, ldb, ci, ldc, kl, acc); break;
+      case 5: micro<V, 5>(ai, ars, aks, bk + j, ldb, ci, ldc, kl, acc); break;
+      case 4: micro<V, 4>(ai, ars, aks, bk + j, ldb, ci, ldc, kl, acc); break;
+      case 3: micro<V, 3>(ai, ars, aks, bk + j, ldb, ci, ldc, kl, acc); break;
+      case 2: micro<V, 2>(ai, ars, aks, bk + j, ldb, ci, ldc, kl, acc); break;
+      case 1: micro<V, 1>(ai, ars, aks, bk + j, ldb, ci, ldc, kl, acc); break;
+      default: break;
+    }
   }
 }
 
@@ -85,36 +131,31 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t 
   for (int64_t k0 = 0; k0 < k; k0 += kc) {
     const int64_t kl = k - k0 < kc ? k - k0 : kc;
     const bool acc = accumulate || k0 > 0;
-    const float* ak = a + k0 * aks;
-    const float* bk = b + k0 * ldb;
-    for (int64_t j = 0; j < n; j += 16) {
-      int64_t i = 0;
-      for (; i + 6 <= m; i += 6) micro<6>(ak + i * ars, ars, aks, bk + j, ldb, c + i * ldc + j, ldc, kl, acc);
-      const float* ai = ak + i * ars;
-      float* ci = c + i * ldc + j;
-      switch (m - i) {
-        case 5: micro<5>(ai, ars, aks, bk + j, ldb, ci, ldc, kl, acc); break;
-        case 4: micro<4>(ai, ars, aks, bk + j, ldb, ci, ldc, kl, acc); break;
-        case 3: micro<3>(ai, ars, aks, bk + j, ldb, ci, ldc, kl, acc); break;
-        case 2: micro<2>(ai, ars, aks, bk + j, ldb, ci, ldc, kl, acc); break;
-        case 1: micro<1>(ai, ars, aks, bk + j, ldb, ci, ldc, kl, acc); break;
-        default: break;
-      }
+#ifdef __AVX512F__
+    if (n % 32 == 0) {  // 8 x 32 tiles: 16 accumulators + 2 B vectors of the 32 zmm registers
+      blocked<v16, 8>(m, n, kl, a + k0 * aks, ars, aks, b + k0 * ldb, ldb, c, ldc, acc);
+      continue;
     }
+#endif
+    blocked<v8, 6>(m, n, kl, a + k0 * aks, ars, aks, b + k0 * ldb, ldb, c, ldc, acc);
   }
 }
 
 // Loads and stores of one value (float) or eight (v8), so that the element-wise code below is written once.
 typedef int32_t v8i __attribute__((vector_size(32)));
-template <class V> inline V ld(const float* p);
+template <class V> inline V ld(const float* p) { return ldv<V>(p); }
 template <> inline float ld<float>(const float* p) { return *p; }
-template <> inline v8 ld<v8>(const float* p) { return load8(p); }
 inline void st(float* p, float v) { *p = v; }
-inline void st(float* p, v8 v) { store8(p, v); }
+template <class V> inline void st(float* p, V v) { stv(p, v); }
 inline float as_float(int32_t bits) { return __builtin_bit_cast(float, bits); }
 inline v8 as_float(v8i bits) { return __builtin_bit_cast(v8, bits); }
 inline int32_t to_int(float x) { return static_cast<int32_t>(x); }
 inline v8i to_int(v8 x) { return __builtin_convertvector(x, v8i); }
+#ifdef __AVX512F__
+typedef int32_t v16i __attribute__((vector_size(64)));
+inline v16 as_float(v16i bits) { return __builtin_bit_cast(v16, bits); }
+inline v16i to_int(v16 x) { return __builtin_convertvector(x, v16i); }
+#endif
 
 // exp for float32 (Cephes' range reduction by ln 2 and degree-6 polynomial), inputs clamped to [-87, 88];
 // the rounding uses the 1.5 * 2^23 trick, plain arithmetic that vectorises (no libm call).
@@ -153,14 +194,15 @@ inline V tanh_(V x) {
   return ax > 0.625f ? (x < 0.0f ? -big : big) : small;
 }
 
-// Columns q.. q+width of one row of a forward step (width 8 with V = v8, 1 with V = float).
+// Columns q.. q+width of one row of a forward step (width 16 with V = v16, 8 with v8, 1 with float).
+// gi: this row of x W_ih^T (3H); b_rz: b_ih[:2H] + b_hh[:2H]; b_in, b_hn: b_ih[2H:], b_hh[2H:].
 template <class V>
-inline void fwd_cols(int64_t q, int64_t hd, const float* grz, const float* gn, const float* g, const float* b_n,
-                     const float* hp, float* ht, float* sv) {
-  const V r = sigmoid<V>(ld<V>(grz + q) + ld<V>(g + q));
-  const V z = sigmoid<V>(ld<V>(grz + hd + q) + ld<V>(g + hd + q));
-  const V hn = ld<V>(g + 2 * hd + q) + ld<V>(b_n + q);
-  const V n = tanh_<V>(ld<V>(gn + q) + r * hn);
+inline void fwd_cols(int64_t q, int64_t hd, const float* gi, const float* b_rz, const float* b_in,
+                     const float* g, const float* b_hn, const float* hp, float* ht, float* sv) {
+  const V r = sigmoid<V>(ld<V>(gi + q) + ld<V>(b_rz + q) + ld<V>(g + q));
+  const V z = sigmoid<V>(ld<V>(gi + hd + q) + ld<V>(b_rz + hd + q) + ld<V>(g + hd + q));
+  const V hn = ld<V>(g + 2 * hd + q) + ld<V>(b_hn + q);
+  const V n = tanh_<V>(ld<V>(gi + 2 * hd + q) + ld<V>(b_in + q) + r * hn);
   st(ht + q, n + z * (ld<V>(hp + q) - n));
   if (sv) {
     st(sv + q, r);
@@ -170,10 +212,11 @@ inline void fwd_cols(int64_t q, int64_t hd, const float* grz, const float* gn, c
   }
 }
 
-// Columns q.. of one row of a backward step: gate gradients, and the direct part of d h_{t-1} into cr.
+// Columns q.. of one row of a backward step: gate gradients (dgi: this row of d gi, 3H), and the direct
+// part of d h_{t-1} into cr.
 template <class V>
 inline void bwd_cols(int64_t q, int64_t hd, const float* sv, const float* hp, const float* dho, float* cr,
-                     float* dg, float* drz, float* dn) {
+                     float* dg, float* dgi) {
   const V r = ld<V>(sv + q), z = ld<V>(sv + hd + q), n = ld<V>(sv + 2 * hd + q), hn = ld<V>(sv + 3 * hd + q);
   const V dh = ld<V>(dho + q) + ld<V>(cr + q);
   const V d_npre = dh * (1.0f - z) * (1.0f - n * n);  // d of the pre-activation gi_n + r * hn
@@ -182,9 +225,9 @@ inline void bwd_cols(int64_t q, int64_t hd, const float* sv, const float* hp, co
   st(dg + q, d_r);
   st(dg + hd + q, d_z);
   st(dg + 2 * hd + q, d_npre * r);
-  st(drz + q, d_r);
-  st(drz + hd + q, d_z);
-  st(dn + q, d_npre);
+  st(dgi + q, d_r);
+  st(dgi + hd + q, d_z);
+  st(dgi + 2 * hd + q, d_npre);
   st(cr + q, dh * z);  // the direct path h_{t-1} -> h_t; the matrix path is added by the caller
 }
 
@@ -214,56 +257,77 @@ void parallel_chunks(int64_t n, int64_t align, int64_t work, F body) {
 }
 
 // Forward over all steps; writes h (T, M, H) and, when saved != nullptr, [r | z | n | hn] (T, M, 4H).
-void forward(const Dims& d, const float* gi_rz, const float* gi_n, const float* h0, const float* w_hh,
-             const float* b_n, float* h_out, float* saved) {
+void forward(const Dims& d, const float* gi_all, const float* h0, const float* w_hh, const float* b_ih,
+             const float* b_hh, float* h_out, float* saved) {
   const int64_t t_len = d.t, m = d.m, hd = d.h, g3 = 3 * hd;
-  thread_local std::vector<float> wt;
+  thread_local std::vector<float> wt, b_rz;
   wt.resize(hd * g3);
   for (int64_t j = 0; j < g3; ++j)  // W_hh^T (H, 3H), so each step is one row-major product
     for (int64_t q = 0; q < hd; ++q) wt[q * g3 + j] = w_hh[j * hd + q];
+  b_rz.resize(2 * hd);
+  for (int64_t q = 0; q < 2 * hd; ++q) b_rz[q] = b_ih[q] + b_hh[q];  // as the reference adds them
   const float* w = wt.data();
-  parallel_chunks(m, 6, t_len * m * hd * g3, [=](int64_t r0, int64_t r1) {
+  const float *brz = b_rz.data(), *b_in = b_ih + 2 * hd, *b_hn = b_hh + 2 * hd;
+  parallel_chunks(m, 24, t_len * m * hd * g3, [=](int64_t r0, int64_t r1) {
     std::vector<float> g((r1 - r0) * g3);
     const float* hprev = h0 + r0 * hd;
     for (int64_t t = 0; t < t_len; ++t) {
       gemm(r1 - r0, g3, hd, hprev, hd, 1, w, g3, g.data(), g3, false);
       float* ht = h_out + (t * m + r0) * hd;
       for (int64_t i = r0; i < r1; ++i) {
-        const float* gi = g.data() + (i - r0) * g3;
-        const float* grz = gi_rz + (t * m + i) * 2 * hd;
-        const float* gn = gi_n + (t * m + i) * hd;
+        const float* gh = g.data() + (i - r0) * g3;
+        const float* gi = gi_all + (t * m + i) * g3;
         const float* hp = hprev + (i - r0) * hd;
         float* ho = ht + (i - r0) * hd;
         float* sv = saved ? saved + (t * m + i) * 4 * hd : nullptr;
         int64_t q = 0;
-        for (; q + 8 <= hd; q += 8) fwd_cols<v8>(q, hd, grz, gn, gi, b_n, hp, ho, sv);
-        for (; q < hd; ++q) fwd_cols<float>(q, hd, grz, gn, gi, b_n, hp, ho, sv);
+#ifdef __AVX512F__
+        for (; q + 16 <= hd; q += 16) fwd_cols<v16>(q, hd, gi, brz, b_in, gh, b_hn, hp, ho, sv);
+#endif
+        for (; q + 8 <= hd; q += 8) fwd_cols<v8>(q, hd, gi, brz, b_in, gh, b_hn, hp, ho, sv);
+        for (; q < hd; ++q) fwd_cols<float>(q, hd, gi, brz, b_in, gh, b_hn, hp, ho, sv);
       }
       hprev = ht;
     }
   });
 }
 
-// Backward: from dL/dh (T, M, H) to dL/d(gi_rz, gi_n, h0, W_hh, b_hn).
+// out[j] = sum over rows of x[row * ld + j] for j < n, rows in order (so any split of the columns across
+// threads gives the same sums).
+void column_sums(const float* x, int64_t rows, int64_t ld, int64_t n, float* out) {
+  parallel_chunks(n, 16, rows * n, [=](int64_t j0, int64_t j1) {
+    std::vector<float> acc(j1 - j0, 0.0f);
+    for (int64_t row = 0; row < rows; ++row) {
+      const float* xr = x + row * ld + j0;
+      for (int64_t j = 0; j < j1 - j0; ++j) acc[j] += xr[j];
+    }
+    std::copy(acc.begin(), acc.end(), out + j0);
+  });
+}
+
+// Backward: from dL/dh (T, M, H) to dL/d(gi, h0, W_hh, b_ih, b_hh).
 void backward(const Dims& d, const float* dh_out, const float* h, const float* saved, const float* h0,
-              const float* w_hh, float* d_gi_rz, float* d_gi_n, float* d_h0, float* d_w, float* d_b) {
+              const float* w_hh, float* d_gi, float* d_h0, float* d_w, float* d_b_ih, float* d_b_hh) {
   const int64_t t_len = d.t, m = d.m, hd = d.h, g3 = 3 * hd;
   thread_local std::vector<float> dg_buf;
   dg_buf.resize(t_len * m * g3);  // d of [W_hr h, W_hz h, W_hn h + b_hn] for every step
   float* dg_all = dg_buf.data();
   std::memset(d_h0, 0, sizeof(float) * m * hd);  // the carried dL/dh_{t-1}, which ends as dL/dh0
-  parallel_chunks(m, 6, t_len * m * hd * g3, [=](int64_t r0, int64_t r1) {
+  parallel_chunks(m, 24, t_len * m * hd * g3, [=](int64_t r0, int64_t r1) {
     for (int64_t t = t_len - 1; t >= 0; --t) {
       const float* hprev = t > 0 ? h + (t - 1) * m * hd : h0;
       float* dg = dg_all + t * m * g3;
       for (int64_t i = r0; i < r1; ++i) {
         const float* sv = saved + (t * m + i) * 4 * hd;
         const float* dho = dh_out + (t * m + i) * hd;
-        float* drz = d_gi_rz + (t * m + i) * 2 * hd;
-        float* dn = d_gi_n + (t * m + i) * hd;
+        float* dgi = d_gi + (t * m + i) * g3;
+        float* cr = d_h0 + i * hd;
         int64_t q = 0;
-        for (; q + 8 <= hd; q += 8) bwd_cols<v8>(q, hd, sv, hprev + i * hd, dho, d_h0 + i * hd, dg + i * g3, drz, dn);
-        for (; q < hd; ++q) bwd_cols<float>(q, hd, sv, hprev + i * hd, dho, d_h0 + i * hd, dg + i * g3, drz, dn);
+#ifdef __AVX512F__
+        for (; q + 16 <= hd; q += 16) bwd_cols<v16>(q, hd, sv, hprev + i * hd, dho, cr, dg + i * g3, dgi);
+#endif
+        for (; q + 8 <= hd; q += 8) bwd_cols<v8>(q, hd, sv, hprev + i * hd, dho, cr, dg + i * g3, dgi);
+        for (; q < hd; ++q) bwd_cols<float>(q, hd, sv, hprev + i * hd, dho, cr, dg + i * g3, dgi);
       }
       gemm(r1 - r0, hd, g3, dg + r0 * g3, g3, 1, w_hh, hd, d_h0 + r0 * hd, hd, true);
     }
@@ -274,9 +338,10 @@ void backward(const Dims& d, const float* dh_out, const float* h, const float* s
     gemm(j1 - j0, hd, m, dg_all + j0, 1, g3, h0, hd, d_w + j0 * hd, hd, false);
     if (t_len > 1) gemm(j1 - j0, hd, (t_len - 1) * m, dg_all + m * g3 + j0, 1, g3, h, hd, d_w + j0 * hd, hd, true);
   });
-  for (int64_t q = 0; q < hd; ++q) d_b[q] = 0.0f;
-  for (int64_t row = 0; row < t_len * m; ++row)
-    for (int64_t q = 0; q < hd; ++q) d_b[q] += dg_all[row * g3 + 2 * hd + q];
+  // bias gradients: d b_ih = column sums of d gi; d b_hh = those of [d r, d z] (the same) and of d(W_hn h + b_hn)
+  column_sums(d_gi, t_len * m, g3, g3, d_b_ih);
+  std::copy(d_b_ih, d_b_ih + 2 * hd, d_b_hh);
+  column_sums(dg_all + 2 * hd, t_len * m, g3, hd, d_b_hh + 2 * hd);
 }
 
 bool all_float32(int nparam, const char** dtypes) {
@@ -291,28 +356,28 @@ Dims dims_of(int64_t** shapes, int h_index) { return Dims{shapes[0][0], shapes[0
 
 extern "C" {
 
-// inputs gi_rz, gi_n, h0, w_hh, b_hn; output h (T, M, H).
+// inputs gi (T, M, 3H), h0, w_hh, b_ih, b_hh; output h (T, M, H).
 int GruSeqForward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes, void* stream,
                   void* extra) {
   (void)ndims, (void)stream, (void)extra;
   if (nparam != 6 || !all_float32(nparam, dtypes)) return 1;
   float** p = reinterpret_cast<float**>(params);
-  forward(dims_of(shapes, 2), p[0], p[1], p[2], p[3], p[4], p[5], nullptr);
+  forward(dims_of(shapes, 1), p[0], p[1], p[2], p[3], p[4], p[5], nullptr);
   return 0;
 }
 
-// inputs gi_rz, gi_n, h0, w_hh, b_hn; outputs h (T, M, H), saved (T, M, 4H).
+// inputs gi (T, M, 3H), h0, w_hh, b_ih, b_hh; outputs h (T, M, H), saved (T, M, 4H).
 int GruSeqForwardSave(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
                       void* stream, void* extra) {
   (void)ndims, (void)stream, (void)extra;
   if (nparam != 7 || !all_float32(nparam, dtypes)) return 1;
   float** p = reinterpret_cast<float**>(params);
-  forward(dims_of(shapes, 2), p[0], p[1], p[2], p[3], p[4], p[5], p[6]);
+  forward(dims_of(shapes, 1), p[0], p[1], p[2], p[3], p[4], p[5], p[6]);
   return 0;
 }
 
 // inputs dh (T, M, H), h (T, M, H), saved (T, M, 4H), h0 (M, H), w_hh (3H, H);
-// outputs d_gi_rz (T, M, 2H), d_gi_n (T, M, H), d_h0 (M, H), d_w_hh (3H, H), d_b_hn (H).
+// outputs d_gi (T, M, 3H), d_h0 (M, H), d_w_hh (3H, H), d_b_ih (3H), d_b_hh (3H).
 int GruSeqBackward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes, void* stream,
                    void* extra) {
   (void)ndims, (void)stream, (void)extra;

@@ -1,10 +1,15 @@
 """The GRU recurrence as three compiled CPU kernels (MindSpore AOT custom operators).
 
-Same inputs, outputs and gradient as :class:`marl.modules.gru_bptt.GRUSequence`, the readable reference
-(tests compare the two, forward and backward, to 1e-5): the whole ``T``-step recurrence is one kernel
-forward and one backward (``marl/kernels/gru_seq.cc``), instead of about ten MindSpore kernels per step,
-each paying launch overhead on CPU (``benchmarks/results/learner_step_levers.md``). It also makes the
-compiled graph small: nothing is unrolled at compile time.
+Both sequence cells here take ``(gi (T, M, 3H), h0 (M, H), W_hh (3H, H), b_ih (3H,), b_hh (3H,))`` with
+``gi = x W_ih^T`` for every step (no bias) and return the hidden states ``(T, M, H)`` first:
+
+* :class:`GRUSequenceKernel`: the whole ``T``-step recurrence is one kernel forward and one backward
+  (``marl/kernels/gru_seq.cc``), biases and their gradients included, instead of about ten MindSpore kernels
+  per step, each paying launch overhead on CPU (``benchmarks/results/learner_step_levers.md``). It also
+  keeps the compiled graph small: nothing is unrolled at compile time.
+* :class:`GRUSequenceReference`: the readable form, the bias additions in MindSpore followed by
+  :class:`marl.modules.gru_bptt.GRUSequence` (hand-written BPTT). Tests hold the two equal, forward and
+  backward, to 1e-5.
 
 :func:`gru_cells` picks the kernels where they build (:mod:`marl.kernels`) and the reference otherwise.
 """
@@ -22,32 +27,32 @@ def _custom(lib: str, func: str, out_shape: Callable, out_dtype: Callable) -> op
     return ops.Custom(f"{lib}:{func}", out_shape=out_shape, out_dtype=out_dtype, func_type="aot")
 
 
-def _fwd_shapes(gi_rz, gi_n, h0, w_hh, b_n):  # noqa: ANN001, ANN202
-    return gi_n  # h (T, M, H)
+def _fwd_shapes(gi, h0, w_hh, b_ih, b_hh):  # noqa: ANN001, ANN202
+    return [gi[0], gi[1], h0[1]]  # h (T, M, H)
 
 
-def _fwd_save_shapes(gi_rz, gi_n, h0, w_hh, b_n):  # noqa: ANN001, ANN202
-    return gi_n, [gi_n[0], gi_n[1], 4 * gi_n[2]]  # h, saved [r | z | n | W_hn h + b_hn]
+def _fwd_save_shapes(gi, h0, w_hh, b_ih, b_hh):  # noqa: ANN001, ANN202
+    return [gi[0], gi[1], h0[1]], [gi[0], gi[1], 4 * h0[1]]  # h, saved [r | z | n | W_hn h + b_hn]
 
 
 def _bwd_shapes(dh, h, saved, h0, w_hh):  # noqa: ANN001, ANN202
-    return [dh[0], dh[1], 2 * dh[2]], dh, h0, w_hh, [dh[2]]  # d gi_rz, d gi_n, d h0, d W_hh, d b_hn
+    g3 = [3 * dh[2]]
+    return [dh[0], dh[1], 3 * dh[2]], h0, w_hh, g3, g3  # d gi, d h0, d W_hh, d b_ih, d b_hh
 
 
 class GRUSequenceKernel(nn.Cell):
-    """``(gi_rz (T, M, 2H), gi_n (T, M, H), h0 (M, H), W_hh (3H, H), b_hn (H,))`` -> ``(h_TMH, saved)``.
-
-    Only ``h_TMH`` may be used by the caller; ``saved`` holds the activations the backward kernel needs."""
+    """``(gi_TMG, h0_MH, W_hh, b_ih, b_hh)`` -> ``(h_TMH, saved)``; only ``h_TMH`` may be used by the caller
+    (``saved`` holds the activations the backward kernel needs)."""
 
     def __init__(self, lib: str) -> None:
         super().__init__()
-        self.fwd = _custom(lib, "GruSeqForwardSave", _fwd_save_shapes, lambda *dt: (dt[1], dt[1]))
+        self.fwd = _custom(lib, "GruSeqForwardSave", _fwd_save_shapes, lambda *dt: (dt[0], dt[0]))
         self.bwd = _custom(lib, "GruSeqBackward", _bwd_shapes, lambda *dt: (dt[0],) * 5)
 
-    def construct(self, gi_rz_TMG, gi_n_TMH, h0_MH, w_hh, b_n):  # noqa: ANN001, ANN201, D102
-        return self.fwd(gi_rz_TMG, gi_n_TMH, h0_MH, w_hh, b_n)
+    def construct(self, gi_TMG, h0_MH, w_hh, b_ih, b_hh):  # noqa: ANN001, ANN201, D102
+        return self.fwd(gi_TMG, h0_MH, w_hh, b_ih, b_hh)
 
-    def bprop(self, gi_rz_TMG, gi_n_TMH, h0_MH, w_hh, b_n, out, dout):  # noqa: ANN001, ANN201, D102
+    def bprop(self, gi_TMG, h0_MH, w_hh, b_ih, b_hh, out, dout):  # noqa: ANN001, ANN201, D102
         return self.bwd(dout[0], out[0], out[1], h0_MH, w_hh)
 
 
@@ -56,18 +61,49 @@ class GRUForwardKernel(nn.Cell):
 
     def __init__(self, lib: str) -> None:
         super().__init__()
-        self.fwd = _custom(lib, "GruSeqForward", _fwd_shapes, lambda *dt: dt[1])
+        self.fwd = _custom(lib, "GruSeqForward", _fwd_shapes, lambda *dt: dt[0])
 
-    def construct(self, gi_rz_TMG, gi_n_TMH, h0_MH, w_hh, b_n):  # noqa: ANN001, ANN201, D102
-        return self.fwd(gi_rz_TMG, gi_n_TMH, h0_MH, w_hh, b_n)
+    def construct(self, gi_TMG, h0_MH, w_hh, b_ih, b_hh):  # noqa: ANN001, ANN201, D102
+        return self.fwd(gi_TMG, h0_MH, w_hh, b_ih, b_hh)
+
+
+def _biased(gi_TMG: ms.Tensor, b_ih: ms.Tensor, b_hh: ms.Tensor) -> tuple[ms.Tensor, ms.Tensor, ms.Tensor]:
+    """``(gi_rz + b_ih[:2H] + b_hh[:2H], gi_n + b_ih[2H:], b_hh[2H:])``: the inputs of the reference recurrence
+    (BiasAdd on 2-D views: measured ~7x faster than a broadcast Add on CPU for these sizes)."""
+    t, m, g3 = gi_TMG.shape
+    hd = g3 // 3
+    gi = gi_TMG.reshape(t * m, g3)
+    gi_rz = ops.bias_add(gi[:, : 2 * hd], b_ih[: 2 * hd] + b_hh[: 2 * hd]).reshape(t, m, 2 * hd)
+    gi_n = ops.bias_add(gi[:, 2 * hd :], b_ih[2 * hd :]).reshape(t, m, hd)
+    return gi_rz, gi_n, b_hh[2 * hd :]
+
+
+class GRUSequenceReference(nn.Cell):
+    """The readable reference of :class:`GRUSequenceKernel` (same inputs; returns ``h_TMH`` first)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sequence = GRUSequence()
+
+    def construct(self, gi_TMG, h0_MH, w_hh, b_ih, b_hh):  # noqa: ANN001, ANN201, D102
+        gi_rz, gi_n, b_n = _biased(gi_TMG, b_ih, b_hh)
+        return self.sequence(gi_rz, gi_n, h0_MH, w_hh, b_n)
+
+
+def gru_forward_reference(
+    gi_TMG: ms.Tensor, h0_MH: ms.Tensor, w_hh: ms.Tensor, b_ih: ms.Tensor, b_hh: ms.Tensor
+) -> ms.Tensor:
+    """Hidden states ``(T, M, H)`` by the reference, for passes that need no gradient."""
+    gi_rz, gi_n, b_n = _biased(gi_TMG, b_ih, b_hh)
+    return gru_forward(gi_rz, gi_n, h0_MH, w_hh, b_n)
 
 
 def gru_cells(use_kernels: bool = True) -> tuple[nn.Cell, Callable[..., ms.Tensor]]:
     """``(sequence, forward_only)``: the compiled kernels where available, else the MindSpore reference
-    (:class:`~marl.modules.gru_bptt.GRUSequence` and :func:`~marl.modules.gru_bptt.gru_forward`).
+    (:class:`GRUSequenceReference` and :func:`gru_forward_reference`).
 
     ``sequence(...)[0]`` and ``forward_only(...)`` are the hidden states ``(T, M, H)``."""
     lib = library("gru_seq") if use_kernels else None
     if lib is None:
-        return GRUSequence(), gru_forward
+        return GRUSequenceReference(), gru_forward_reference
     return GRUSequenceKernel(lib), GRUForwardKernel(lib)
