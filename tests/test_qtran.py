@@ -15,9 +15,8 @@ from marl.config.schema import AgentConfig, Config, QTRANConfig
 from marl.learners.qtran_learner import QTRANLearner, qtran_losses_reference
 from marl.learners.targets import td_lambda_targets_reference
 from marl.modules.qtran import QTranJoint
-from marl.utils.ms import ms
 from marl.trainer import Trainer
-from marl.utils.ms import Tensor, nn, ops, setup
+from marl.utils.ms import Tensor, ms, nn, ops, setup
 
 setup(1, seed=0)
 

@@ -68,7 +68,7 @@ class RNNAgent(nn.Cell):
         hidden state after the last slot (chunked BPTT carries it from one chunk to the next).
 
         ``need_grad=False`` (target networks, no-grad passes) skips saving what the backward pass needs
-        (:mod:`marl.modules.gru_kernel`, or its reference :class:`~marl.modules.gru_kernel.GRUSequenceReference`)."""
+        (:mod:`marl.modules.gru_kernel`, or its readable reference ``GRUSequenceReference``)."""
         b, t, n, _ = inputs_BTNI.shape
         h_TMH = self.hiddens(inputs_BTNI, h0_MH, need_grad)
         # Output layer on all steps at once; transpose the small (T, B, N, A) result, not the hiddens.
