@@ -32,3 +32,27 @@ def test_heuristic_fights_and_random_uses_only_available_actions():
     assert h["enemy_health_left"].mean() < 0.5  # attacking the nearest enemy does damage
     rnd = fidelity.run_sim("3m", "random", episodes=5, seed=2)  # an unavailable action would raise
     assert len(rnd["won"]) == 5
+
+
+def test_published_figures_prefer_the_primary_source_and_the_check_flags_gaps_over_15_points():
+    pub = fidelity.published_heuristic(
+        {
+            "heuristic": {"win_rate": {"27m_vs_30m": 0}},
+            "heuristic_secondary": {"win_rate": {"27m_vs_30m": 5, "2s3z": 90}},
+        }
+    )
+    assert pub == {"27m_vs_30m": (0.0, "a"), "2s3z": (90.0, "b")}
+    rows = [
+        ("2s3z", "heuristic", {"win": 0.70}),
+        ("27m_vs_30m", "heuristic", {"win": 0.15}),
+        ("3m", "heuristic", {"win": 0.2}),
+    ]
+    lines = fidelity.check_lines(rows, pub)
+    assert lines[0] == "**±15-point check: 1 of 2 maps within.**"
+    assert "2s3z: ours 70.0 %, published 90 % (b): -20.0 points, OUTSIDE" in lines[2]
+    assert lines[3].endswith("+15.0 points, within")
+
+
+def test_the_published_file_names_a_source_for_every_block():
+    blocks = fidelity.yaml.safe_load(fidelity.PUBLISHED.read_text())
+    assert all(b.get("source") and b.get("win_rate") for b in blocks.values())

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from marl.envs.smac.sim.engine import SimEngine
+from marl.envs.smac.sim.engine import SimEngine, spawn_layout
 from marl.envs.smac.sim.units import S_CD, S_EN, S_HP, S_SH, S_SINCE, S_X, S_Y
 from marl.envs.smac.types import EnemyOrder, MapSpec, UnitGroup
 
@@ -74,6 +74,14 @@ def test_bonus_damage_by_attribute():
     assert tab.enemies.shield[0] == pytest.approx(80 - 20)  # 10 +10 vs Armored, shields have no armour
 
 
+def test_shields_take_the_damage_the_attributes_give():
+    # Liquipedia, "Plasma Shield": a Marauder deals 20 to a Stalker's shields but 10 to a Zealot's
+    spec = spec_of([("marauder", 1, (9, 16))], [("zealot", 1, (13, 16)), ("marine", 1, (9, 12))])
+    eng, _ = engine(spec)
+    tab = eng.step(np.array([6]))
+    assert tab.enemies.shield[0] == pytest.approx(50 - 10)
+
+
 def test_shield_regen_after_ten_game_seconds():
     spec = spec_of([("stalker", 1, (5, 5))], [("zealot", 1, (28, 28))])
     eng, S = engine(spec)
@@ -95,11 +103,30 @@ def test_medivac_heal_costs_energy():
     tab = eng.step(np.array([1, 6]))  # medivac heals ally 0
     assert tab.allies.health[0] == pytest.approx(20 + 8 * 9 / 16)
     assert tab.allies.energy[1] == pytest.approx(50 - 8 * 9 / 16 / 3 + 8 * 0.5625 / 16)
-    S[1, S_EN] = 0.0  # without energy it only heals what it regenerates, 3 HP per energy
+    # energy spent mid-heal: the running heal takes what one loop regenerates (3 HP per energy), then
+    # ends, and the 7 loops' trickle that follows is far below the 5 a new heal needs
+    S[1, S_EN] = 0.0
     before = tab.allies.health[0]
     tab = eng.step(np.array([1, 6]))
-    assert tab.allies.health[0] - before == pytest.approx(8 * 3 * 0.5625 / 16)
-    assert tab.allies.energy[1] == pytest.approx(0.0)
+    assert tab.allies.health[0] - before == pytest.approx(3 * 0.5625 / 16)
+    assert tab.allies.energy[1] == pytest.approx(7 * 0.5625 / 16)
+
+
+def test_a_heal_needs_five_energy_to_start_but_not_to_go_on():
+    # Liquipedia, "Heal": at least 5 energy to start
+    spec = spec_of([("marine", 1, (9, 16)), ("medivac", 1, (10, 16))], [("marine", 1, (30, 30))])
+    eng, S = engine(spec)
+    S[0, S_HP] = 20.0
+    S[1, S_EN] = 4.0  # + 8 loops x 0.035 = 4.28 < 5: never starts
+    tab = eng.step(np.array([1, 6]))
+    assert tab.allies.health[0] == 20.0
+    assert tab.allies.energy[1] == pytest.approx(4.0 + 8 * 0.5625 / 16)
+    S[1, S_EN] = 5.0  # enough to start; the heal then runs on below 5 energy
+    tab = eng.step(np.array([1, 6]))
+    assert tab.allies.health[0] == pytest.approx(20 + 8 * 9 / 16)
+    assert tab.allies.energy[1] < 5.0
+    tab = eng.step(np.array([1, 6]))
+    assert tab.allies.health[0] == pytest.approx(20 + 16 * 9 / 16)
 
 
 def test_baneling_dies_when_it_attacks_with_area_damage():
@@ -227,6 +254,16 @@ def test_spawn_is_compact_grid_around_spawn_point():
     assert np.abs(pos - (9, 16)).max() <= 0.85 + 0.25 + 1e-9
     d = np.linalg.norm(pos[:, None] - pos[None], axis=-1) + np.eye(9) * 9
     assert d.min() > 0.85 - 0.5 - 1e-9 and math.isfinite(d.min())
+
+
+def test_the_first_unit_of_a_spawn_point_stands_on_it():
+    # oxwhirl/smac issue #91: all units are created at one point; the first stands on it, the rest nearby
+    for n in (2, 3, 4, 8, 9):
+        spec = spec_of([("marine", n, (9, 16))], [("zealot", 2, (23, 16)), ("stalker", 1, (23, 16))])
+        pos = spawn_layout(spec)
+        assert tuple(pos[0]) == (9.0, 16.0), n
+        assert tuple(pos[n]) == (23.0, 16.0), n
+        assert not np.any(np.all(pos[1:n] == (9.0, 16.0), axis=1)), n
 
 
 def test_zerg_regenerates_hp_and_enemy_medivac_heals_its_wounded():

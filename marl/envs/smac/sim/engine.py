@@ -6,10 +6,14 @@ used for spawn noise, random enemy goals, cooldown jitter and the per-loop updat
 of ``BatchedSimEngine(spec, n, s)`` produces exactly the same tables as ``SimEngine(spec, s + e)`` under
 the same actions and the same resets.  ``SimEngine`` *is* a batch of one env.
 
-Spawn layout: the units of one side that share a spawn point are laid out, in id order, on a compact
-square grid centred on it (spacing = the largest radius among them x2 + 0.1); a grid point on a
-non-walkable cell is moved to the nearest walkable cell centre; each reset adds uniform noise of
-+-``SPAWN_NOISE`` per axis (dropped if it would put a ground unit on a blocked cell).
+Spawn layout: the first unit (in id order) of the units of one side that share a spawn point stands on
+the point itself: SMAC creates each side at one point, the first unit is placed on it and the others
+nearby because it is occupied (M. Samvelyan in oxwhirl/smac issue #91).  Where the others stand is the
+game's placement search, whose pattern we have no source for: they fill, in id order, a compact square
+grid (spacing = the largest radius among them x2 + 0.1) centred on the point as far as the first unit's
+slot (the one nearest the centre) allows.  A grid point on a non-walkable cell is moved to the nearest
+walkable cell centre; each reset adds uniform noise of +-``SPAWN_NOISE`` per axis (dropped if it would
+put a ground unit on a blocked cell; no source for either).
 """
 
 from __future__ import annotations
@@ -96,10 +100,14 @@ def spawn_layout(spec: MapSpec) -> np.ndarray:
             gap = 2.0 * PROPS[types, RADIUS].max() + 0.1
             cols = math.ceil(math.sqrt(len(ids)))
             rows = math.ceil(len(ids) / cols)
+            slots = [(c - (cols - 1) / 2.0, (rows - 1) / 2.0 - r) for r in range(rows) for c in range(cols)]
+            slots = slots[: len(ids)]
+            first = min(range(len(slots)), key=lambda n: slots[n][0] ** 2 + slots[n][1] ** 2)
+            slots.insert(0, slots.pop(first))  # the first unit takes the slot nearest the point...
+            ox, oy = slots[0]
             for n, k in enumerate(ids):
-                r, c = divmod(n, cols)
-                x = sx + (c - (cols - 1) / 2.0) * gap
-                y = sy - (r - (rows - 1) / 2.0) * gap
+                x = sx + (slots[n][0] - ox) * gap  # ...and the grid moves so that it stands on the point
+                y = sy + (slots[n][1] - oy) * gap
                 t = types[n]
                 ground = PROPS[t, AIR] == 0 and PROPS[t, CLIFF_WALK] == 0
                 inside = 0 <= x < grid.shape[0] and 0 <= y < grid.shape[1]

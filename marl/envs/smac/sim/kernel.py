@@ -47,6 +47,7 @@ from marl.envs.smac.sim.units import (
     COOLDOWN,
     ENERGY_MAX,
     ENERGY_REGEN,
+    HEAL_START_ENERGY,
     HEALER,
     HITS,
     HP,
@@ -58,6 +59,7 @@ from marl.envs.smac.sim.units import (
     S_CD,
     S_EN,
     S_HP,
+    S_HT,
     S_LA,
     S_OK,
     S_OX,
@@ -83,7 +85,8 @@ IDLE, MOVE, ATTACK, HEAL, AMOVE = 0, 1, 2, 3, 4
 
 @njit(cache=True)
 def _fire(e, a, t, na, props, utype, S, rng):
-    """``a`` fires at ``t``: hits (with splash), then the cooldown restarts with jitter in [-1, +2]."""
+    """``a`` fires at ``t``: hits (with splash), then the cooldown restarts with jitter in [-1, +2] loops
+    (Brood War's rule, see ``units``; StarCraft II's is not in our sources)."""
     ua = utype[a]
     lo, hi = (na, S.shape[1]) if a < na else (0, na)  # hostile index range
     kind = int(props[ua, SPLASH])
@@ -131,21 +134,42 @@ def _attack(e, i, t, na, props, utype, grid, nav, S, rng):
 
 
 @njit(cache=True)
-def _heal(e, i, t, props, utype, grid, nav, S):
-    """Medivac ``i`` flies to ``t`` and heals 9 HP per game-s, 1 energy per 3 HP."""
+def _heal(e, i, t, prev, props, utype, grid, nav, S):
+    """Medivac ``i`` flies to ``t`` and heals 9 HP per game-s, 1 energy per 3 HP.
+
+    ``prev`` is the unit ``i`` healed in the previous loop (-1: none; the caller has cleared ``S_HT``).  A
+    heal needs ``HEAL_START_ENERGY`` (5) to start and then goes on while energy lasts (Liquipedia, "Heal":
+    at least 5 energy to start); healing another unit, or again after a pause, is a new start.
+    """
     if dist(e, i, t, S) > reach(props, utype, i, t, RANGE):
         step_toward(e, i, S[e, t, S_X], S[e, t, S_Y], props[utype[i], SPEED], S, props, utype, grid, nav)
+        return
+    if prev != t and S[e, i, S_EN] < HEAL_START_ENERGY:
         return
     amount = min(MEDIVAC_HEAL, props[utype[t], HP] - S[e, t, S_HP], S[e, i, S_EN] * HP_PER_ENERGY)
     if amount > 0.0:
         S[e, t, S_HP] += amount
         S[e, i, S_EN] -= amount / HP_PER_ENERGY
+        if S[e, i, S_EN] > 0.0:  # spent: the heal ends, and the next one needs 5 energy again
+            S[e, i, S_HT] = t
+
+
+@njit(cache=True, inline="always")
+def _end_heal(e, i, S):
+    """Clear healer ``i``'s running heal for this loop and return the unit it healed in the last one."""
+    prev = int(S[e, i, S_HT])
+    S[e, i, S_HT] = -1.0
+    return prev
 
 
 @njit(cache=True, inline="always")
 def _is_threat(props, utype, j, i):
     """Whether ally ``j`` is a threat to enemy ``i``: its weapon can return fire (Liquipedia, "Automatic
-    Targeting", criterion 1, first reason; the second reason was not read, so it is not modelled)."""
+    Targeting", criterion 1, first reason).  The page's second reason was not read (every copy we reached
+    stops before it); a public python-sc2 bot that implements the page counts as threats, besides units
+    that can return fire, only some spellcasters and special units (High Templar, Oracle, Disruptor,
+    Widow Mine, Raven, Infestor, Swarm Host, Viper, Lurker), none of which is on SMAC's maps, so no second
+    rule is modelled."""
     return can_hit(props, utype, j, i) and props[utype[j], HEALER] == 0
 
 
@@ -219,8 +243,9 @@ def _enemy_healer(e, i, na, props, utype, grid, nav, S):
         ):
             best_frac = frac
             best = k
+    prev = _end_heal(e, i, S)
     if best >= 0:
-        _heal(e, i, best, props, utype, grid, nav, S)
+        _heal(e, i, best, prev, props, utype, grid, nav, S)
     elif n > 0:
         cx /= n
         cy /= n
@@ -270,6 +295,7 @@ def _enemy_act(e, i, na, props, utype, grid, nav, S, rng):
 def _ally_act(e, i, na, props, utype, grid, nav, S, rng):
     """Passive ally: run the current order only (no auto-acquire, no retaliation)."""
     k = int(S[e, i, S_OK])
+    prev = _end_heal(e, i, S) if props[utype[i], HEALER] > 0 else -1
     if k == MOVE:
         speed = props[utype[i], SPEED]
         if step_toward(e, i, S[e, i, S_OX], S[e, i, S_OY], speed, S, props, utype, grid, nav):
@@ -285,7 +311,7 @@ def _ally_act(e, i, na, props, utype, grid, nav, S, rng):
         if S[e, t, S_HP] <= 0.0:
             S[e, i, S_OK] = IDLE
         else:
-            _heal(e, i, t, props, utype, grid, nav, S)
+            _heal(e, i, t, prev, props, utype, grid, nav, S)
 
 
 @njit(cache=True, inline="always")

@@ -73,7 +73,14 @@ def can_hit(props, utype, a, t):
 
 @njit(cache=True)
 def apply_hit(e, a, t, props, utype, S):
-    """One weapon hit of ``a`` on ``t``: bonus by attribute, shields first, then HP armour (min 0.5)."""
+    """One weapon hit of ``a`` on ``t``: bonus by attribute, shields first, then HP armour (min 0.5).
+
+    Order (Liquipedia, "Plasma Shield", StarCraft II): shields are removed before any hit points; they
+    take the damage the attacker's attribute bonus gives (a Marauder deals 20 to a Stalker's shields, 10 to
+    a Zealot's) and have their own armour, 0 without upgrades (none on SMAC's maps); the unit's armour
+    reduces only the damage that reaches hit points.  The 0.5 floor is Liquipedia's "Armor" rule for Brood
+    War (no StarCraft II page read); it never binds on SMAC's maps (smallest hit 5, largest armour 2).
+    """
     ua = utype[a]
     ut = utype[t]
     dmg = props[ua, DMG]

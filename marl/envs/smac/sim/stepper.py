@@ -28,6 +28,7 @@ from marl.envs.smac.sim.units import (
     S_CD,
     S_EN,
     S_HP,
+    S_HT,
     S_LA,
     S_OK,
     S_OX,
@@ -193,6 +194,7 @@ def sim_reset(mask, na, props, utype, grid, base_pos, noise, enemy_order, target
             S[e, i, S_OK] = IDLE
             S[e, i, S_TGT] = -1
             S[e, i, S_LA] = -1
+            S[e, i, S_HT] = -1
             S[e, i, S_OX] = x
             S[e, i, S_OY] = y
         gx, gy = target[0], target[1]

@@ -11,8 +11,8 @@ Conventions (chosen once, used everywhere in ``sim/``):
 * Speeds are game-second values (marine 2.25 units/game-s, so 1.125 units per agent step).
 * Weapon cooldowns are in game loops: the game's cooldown in game seconds × 16, rounded (marine 14,
   marauder 24, stalker 30, zealot 19, colossus 24, hydralisk 13, zergling 11, spine crawler 30). Each time
-  a weapon fires, SC2-like jitter of a uniform integer in [-1, +2] loops is added (no source found for the
-  exact distribution; see docs/fidelity.md).
+  a weapon fires a uniform integer in [-1, +2] loops is added: that is Brood War's rule (starcraftai.com,
+  "Abilities and Bullets"), kept for want of StarCraft II's, which is not in our sources (docs/fidelity.md).
 * Ranges are edge-to-edge (the centre-to-centre test adds both radii); melee is the game's 0.1.
 * Scan (acquire) range of the enemy AI, edge-to-edge: ``max(5, weapon range + 0.5)`` for ground units and
   the weapon range for the spine crawler (static defence), per Liquipedia's "Automatic Targeting" (Legacy
@@ -20,8 +20,9 @@ Conventions (chosen once, used everywhere in ``sim/``):
   sight (11, game data).
 * Regeneration: shields 2 per game-s after 10 game-s (160 loops) without damage; zerg HP 0.2734 per
   game-s; Medivac energy 0.5625 per game-s (max 200, start 50, game data); heal 9 HP per game-s costing
-  1 energy per 3 HP within 4 (range: game data). The source of each constant is in ``unit_data.yaml``
-  (``rules:``), which ``tests/test_unit_data.py`` holds these constants to.
+  1 energy per 3 HP within 4 (range: game data); a heal needs 5 energy to start, not to go on.  The
+  source of each constant is in ``unit_data.yaml`` (``rules:``), which ``tests/test_unit_data.py`` holds
+  these constants to.
 
 Approximations (documented choices):
 
@@ -69,9 +70,10 @@ LIGHT, ARMORED, BIO, MECH, MASSIVE, STRUCTURE = 1, 2, 4, 8, 16, 32
 ) = range(20)
 N_PROPS = 20
 
-# columns of the per-env state array S[env, unit, column] (all float64; ids/kinds stored as floats)
-(S_X, S_Y, S_HP, S_SH, S_EN, S_CD, S_SINCE, S_OK, S_TGT, S_OX, S_OY, S_LA) = range(12)
-N_STATE = 12
+# columns of the per-env state array S[env, unit, column] (all float64; ids/kinds stored as floats);
+# S_HT: the unit a Medivac healed in the previous loop (-1: no heal running), for the 5-energy start rule
+(S_X, S_Y, S_HP, S_SH, S_EN, S_CD, S_SINCE, S_OK, S_TGT, S_OX, S_OY, S_LA, S_HT) = range(13)
+N_STATE = 13
 
 # SPLASH kinds
 SPLASH_NONE, SPLASH_LINE, SPLASH_EXPLODE = 0, 1, 2
@@ -84,6 +86,7 @@ SHIELD_REGEN = 2.0 / 16.0
 ZERG_HP_REGEN = 0.2734 / 16.0
 MEDIVAC_HEAL = 9.0 / 16.0
 HP_PER_ENERGY = 3.0
+HEAL_START_ENERGY = 5.0  # a heal needs this much energy to start (Liquipedia "Heal"), not to go on
 ENERGY_MAX = 200.0
 ENERGY_START = 50.0
 ENERGY_REGEN = 0.5625 / 16.0
