@@ -143,6 +143,24 @@ def bench_full(name: str, n_envs: int, seconds: float, threads: int) -> dict:
     return {"sps": n * n_envs / (time.perf_counter() - t0), "first_call_s": first_s}
 
 
+def bench_rollout(name: str, n_envs: int, seconds: float) -> dict:
+    """Steps per second of :func:`marl.envs.smac.rollout.random_rollout`: 100 uniformly random steps of the
+    full env (engine, obs, state, avail, reward, end, auto-reset) per compiled call, no Python between steps
+    (the like-for-like of SMAX's ``lax.scan`` of 100 steps); one thread."""
+    from marl.envs.smac.batched_env import BatchedStarCraft2Env
+    from marl.envs.smac.rollout import random_rollout
+
+    env = BatchedStarCraft2Env(name, n_envs, seed=0)
+    env.reset()
+    rs = np.random.default_rng(0)
+    random_rollout(env, rs.random((100, n_envs, env.n_agents)))  # loads the compiled loop: not timed
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        random_rollout(env, rs.random((100, n_envs, env.n_agents)))
+        n += 1
+    return {"sps": n * 100 * n_envs / (time.perf_counter() - t0)}
+
+
 def cold_compile_seconds() -> float:
     """Import + reset + first step of 3m (engine and SMAC features) in a fresh process with an empty Numba
     cache."""
@@ -203,18 +221,19 @@ def main() -> None:
             full = bench_full(name, n, args.seconds, args.threads)
             full1 = bench_full(name, n, args.seconds, 1)
             ours = bench_ours(name, n, args.seconds, args.threads)
+            roll = bench_rollout(name, n, args.seconds)
             smax = bench_smax(name, n, args.seconds)
             load1 = os.getloadavg()[0]
-            rows.append((name, n, full, full1, ours, smax, load0, load1))
+            rows.append((name, n, full, full1, ours, roll, smax, load0, load1))
             s = f"{smax['sps']:.0f}" if smax else "n/a"
             print(
                 f"{name} x{n}: full env step {full['sps']:.0f} sps ({full1['sps']:.0f} on 1 thread), "
-                f"engine only {ours['sps']:.0f} sps, "
+                f"engine only {ours['sps']:.0f} sps, rollout {roll['sps']:.0f} sps, "
                 f"SMAX {s} (load {load0:.1f} -> {load1:.1f})",
                 flush=True,
             )
     load_end = os.getloadavg()
-    peer = next((r[5] for r in rows if r[5]), None)
+    peer = next((r[6] for r in rows if r[6]), None)
     versions = f"jax {peer['jax']}, jaxmarl {peer['jaxmarl']}" if peer else "SMAX not run"
 
     def fmt(load: tuple[float, float, float]) -> str:
@@ -235,29 +254,29 @@ def main() -> None:
         "(like-for-like with SMAX's step; the headline); **engine** = `BatchedSimEngine` only",
         f"- ours on `threads={args.threads}` ({resolve_threads(args.threads)} threads; "
         "XLA also uses every core); "
-        "**full 1t** = the same full step on one thread",
+        "**full 1t** = the same full step on one thread; **rollout** = `random_rollout`: 100 random steps of "
+        "the full env per compiled call, auto-reset, one thread (like-for-like with SMAX's scan)",
         "- SMAX = `HeuristicEnemySMAX` jitted step incl. obs/reward/auto-reset; ratios against its "
         "per-step column, `scan` = 100 steps in one `lax.scan`",
         "",
-        "| map | n_envs | ours full sps | ours full 1t sps | ours engine sps | SMAX sps (jit step) "
-        "| SMAX sps (scan 100) | full/SMAX step | full/SMAX scan | engine/SMAX step | SMAX compile s "
-        "| load before→after |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| map | n_envs | ours full sps | ours full 1t sps | ours engine sps | ours rollout sps "
+        "| SMAX sps (jit step) | SMAX sps (scan 100) | full/SMAX step | full/SMAX scan | rollout/SMAX scan "
+        "| engine/SMAX step | SMAX compile s | load before→after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, n, full, full1, ours, smax, load0, load1 in rows:
+    for name, n, full, full1, ours, roll, smax, load0, load1 in rows:
+        sps = (full["sps"], full1["sps"], ours["sps"], roll["sps"])
+        ours_cells = f"| {name} | {n} | " + " | ".join(f"{x:.0f}" for x in sps) + " "
         if smax:
             lines.append(
-                f"| {name} | {n} | {full['sps']:.0f} | {full1['sps']:.0f} | {ours['sps']:.0f} | "
-                f"{smax['sps']:.0f} | "
-                f"{smax['scan_sps']:.0f} | {full['sps'] / smax['sps']:.2f} | "
-                f"{full['sps'] / smax['scan_sps']:.2f} | {ours['sps'] / smax['sps']:.2f} | "
-                f"{smax['compile_s']:.1f} | {load0:.1f}→{load1:.1f} |"
+                ours_cells
+                + f"| {smax['sps']:.0f} | {smax['scan_sps']:.0f} | {full['sps'] / smax['sps']:.2f} | "
+                f"{full['sps'] / smax['scan_sps']:.2f} | {roll['sps'] / smax['scan_sps']:.2f} | "
+                f"{ours['sps'] / smax['sps']:.2f} | {smax['compile_s']:.1f} | {load0:.1f}→{load1:.1f} |"
             )
         else:
             lines.append(
-                f"| {name} | {n} | {full['sps']:.0f} | {full1['sps']:.0f} | {ours['sps']:.0f} "
-                "| n/a | n/a | n/a | n/a "
-                f"| n/a | n/a | {load0:.1f}→{load1:.1f} |"
+                ours_cells + f"| n/a | n/a | n/a | n/a | n/a | n/a | n/a | {load0:.1f}→{load1:.1f} |"
             )
     text = "\n".join(lines) + "\n"
     print(text)

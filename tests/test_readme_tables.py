@@ -68,3 +68,18 @@ def test_missing_markers_and_tables_are_named(repo):
         ValueError, match="learn_mpe.md, after <!-- README learning -->: expected a Markdown table"
     ):
         update_readme(repo)
+
+
+def test_throughput_block_shows_the_compiled_rollout_when_measured(tmp_path):
+    from marl.report.readme import throughput_block
+
+    head = (
+        "| map | n_envs | ours full sps | ours full 1t sps | ours engine sps | ours rollout sps "
+        "| SMAX sps (jit step) | SMAX sps (scan 100) | full/SMAX step | full/SMAX scan | rollout/SMAX scan "
+        "| engine/SMAX step | SMAX compile s | load before→after |"
+    )
+    row = "| 3m | 1 | 20000 | 19000 | 40000 | 100000 | 8000 | 45000 | 2.50 | 0.44 | 2.22 | 5.00 | 8.0 | 0.5 |"
+    (tmp_path / "sim_throughput.md").write_text(f"# t\n\n{head}\n|{'---|' * 14}\n{row}\n", encoding="utf-8")
+    block = throughput_block(tmp_path)
+    assert "ours, compiled 100-step rollout" in block
+    assert "| 3m | 1 | 20,000 | 19,000 | 8,000 | 2.50× | 45,000 | 0.44× | 100,000 | 2.22× |" in block
