@@ -226,10 +226,13 @@ def train(cmd: list[str], epymarl: Path, target: float, budget_s: float, log: Pa
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
     run_dir = run_dir or _run_dir(base, launch)
-    metrics = json.loads((run_dir / "metrics.json").read_text()) if run_dir else {}
+    metrics_file = run_dir / "metrics.json" if run_dir else None
+    metrics = json.loads(metrics_file.read_text()) if metrics_file and metrics_file.is_file() else {}
     figs = parse_metrics(metrics, launch, target)
     load = (min(loads), max(loads)) if loads else (float("nan"),) * 2
-    return figs, {"wall": wall, "why": why, "load": load, "rc": proc.returncode, "run_dir": run_dir}
+    errors = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if "Error: " in ln]
+    facts = {"wall": wall, "why": why, "load": load, "rc": proc.returncode, "run_dir": run_dir}
+    return figs, {**facts, "error": errors[-1] if errors else None}
 
 
 def section(
@@ -238,7 +241,9 @@ def section(
     """The Markdown section for one run."""
     shown = " ".join(cmd[:2] + ["<launcher: patches gymma, runs main.py>"] + cmd[3:] if args.patched else cmd)
     reached = (
-        f"{figs['t_env']:,} env steps (test win rate {figs['win']:.2f}), {figs['launch_s'] / 60:.1f} min"
+        f"failed: `{facts['error']}`"
+        if facts["error"] and not figs["tests"]
+        else f"{figs['t_env']:,} env steps (test win rate {figs['win']:.2f}), {figs['launch_s'] / 60:.1f} min"
         if figs["reached"]
         else f"not reached (best {figs['best']:.2f} over {figs['tests']} tests)"
     )
@@ -263,7 +268,7 @@ def section(
         "| who | target (greedy test win rate) | reached at | env steps/s (t_env / time since launch) |",
         "|---|---|---|---|",
         f"| EPyMARL QMIX (`{args.preset}`) | ≥ {args.target:.2f} ({args.test_nepisode} episodes) | {reached} "
-        f"| {figs['steps_per_s']:,.0f} |",
+        f"| {'—' if facts['error'] and not figs['tests'] else format(figs['steps_per_s'], ',.0f')} |",
     ]
     for r in ours:
         at = f"{r['t_env']:,} env steps, {r['launch_min']} since launch" if r["reached"] else "not reached"
