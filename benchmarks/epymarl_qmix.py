@@ -158,7 +158,6 @@ def parse_learn_smac(text: str, map_name: str) -> list[dict]:
                     "t_env": int(rec["t_env at target"].replace(",", ""))
                     if rec["reached"] == "yes"
                     else None,
-                    "trainer_min": rec["trainer clock at target"],
                     "launch_min": rec["since launch"],
                 }
             )
@@ -174,22 +173,17 @@ def _run_dir(base: Path, after: float) -> Path | None:
 
 
 def _versions(python: str, epymarl: Path) -> str:
-    code = (
-        "import importlib.metadata as m\n"
-        "print(', '.join(f'{p} {m.version(p)}' for p in "
-        "('torch', 'sacred', 'numpy', 'gymnasium', 'numba', 'marl')))\n"
-        "import importlib.util as u; print('mindspore' if u.find_spec('mindspore') else 'no MindSpore')"
-    )
-    out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120)
-    git = subprocess.run(
-        ["git", "-C", str(epymarl), "log", "-1", "--format=%h %cs"], capture_output=True, text=True
-    )
-    dirty = subprocess.run(
-        ["git", "-C", str(epymarl), "status", "--porcelain", "src"], capture_output=True, text=True
-    )
-    commit = git.stdout.strip() or "unknown (not a git checkout)"
-    state = "its src/ modified" if dirty.stdout.strip() else "its src/ unmodified"
-    return f"{'; '.join(out.stdout.split(chr(10))[:2])}; EPyMARL {commit}, {state}"
+    """Package versions in ``python`` and EPyMARL's commit (and whether its ``src/`` was changed)."""
+    names = ("torch", "sacred", "numpy", "gymnasium", "numba", "marl")
+    code = f"import importlib.metadata as m; print(', '.join(f'{{p}} {{m.version(p)}}' for p in {names!r}))"
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120).stdout.strip()
+    ms = subprocess.run([python, "-c", "import mindspore"], capture_output=True, timeout=120).returncode == 0
+    git = ["git", "-C", str(epymarl)]
+    head = subprocess.run([*git, "log", "-1", "--format=%h %cs"], capture_output=True, text=True).stdout
+    dirty = subprocess.run([*git, "status", "--porcelain", "src"], capture_output=True, text=True).stdout
+    state = "its src/ modified" if dirty.strip() else "its src/ unmodified"
+    where = "MindSpore installed" if ms else "no MindSpore"
+    return f"{out}; {where}; EPyMARL {head.strip() or 'unknown (not a git checkout)'}, {state}"
 
 
 def train(cmd: list[str], epymarl: Path, target: float, budget_s: float, log: Path) -> tuple[dict, dict]:
