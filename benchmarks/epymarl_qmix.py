@@ -213,9 +213,10 @@ def train(cmd: list[str], epymarl: Path, target: float, budget_s: float, log: Pa
                 break
         wall = time.time() - launch
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGINT)  # Sacred writes its files and marks the run INTERRUPTED
+            # EPyMARL's loop may not stop on SIGINT; the figures come from Sacred's last heartbeat anyway
+            os.killpg(proc.pid, signal.SIGINT)
             try:
-                proc.wait(timeout=90)
+                proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
@@ -257,7 +258,8 @@ def section(
             else "as EPyMARL ships it (state = concatenated observations, every action marked available)"
         ),
         f"- end: {facts['why']}; exit code {facts['rc']}; {figs['tests']} tests; "
-        f"{figs['t_end']:,} env steps in {facts['wall'] / 60:.1f} min",
+        f"stop decided at {facts['wall'] / 60:.1f} min; last log at {figs['t_end']:,} env steps, "
+        f"{figs['end_s'] / 60:.1f} min after launch",
         "",
         "| who | target (greedy test win rate) | reached at | env steps/s (t_env / time since launch) |",
         "|---|---|---|---|",
