@@ -72,3 +72,25 @@ def test_step_limit_is_a_truncation_and_noop_mode_for_maskless_tools() -> None:
         strict.step([0, 0, 0])
     with pytest.raises(ValueError, match="unavailable_action must be one of"):
         gym.make(KEY.format("3m"), unavailable_action="skip")
+
+
+def test_infos_hold_numbers_that_add_up_as_epymarl_sums_them() -> None:
+    """EPyMARL's runners add each episode's last info, key by key, into their statistics (0 + value)."""
+    env = TimeLimit(gym.make(KEY.format("3m"), seed=1), max_episode_steps=60)
+    u = env.unwrapped
+    rng = np.random.default_rng(1)
+    _, info = env.reset(seed=1)
+    keys = set(info)
+    assert keys == {"battle_won", "dead_allies", "dead_enemies"}
+    stats: dict[str, float] = {}
+    episodes = 0
+    while episodes < 3:
+        acts = [int(rng.choice(np.flatnonzero(row))) for row in u.get_avail_actions()]
+        _, _, terminated, truncated, info = env.step(acts)
+        assert keys <= set(info) and all(isinstance(v, (bool, int, float)) for v in info.values())
+        if terminated or truncated:
+            stats = {k: stats.get(k, 0) + info.get(k, 0) for k in set(stats) | set(info)}
+            episodes += 1
+            env.reset()
+    smac = u.get_stats()
+    assert stats["battle_won"] == smac["battles_won"] and smac["battles_game"] == 3

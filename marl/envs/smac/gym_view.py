@@ -9,7 +9,11 @@ and on ``env.unwrapped`` the SMAC accessors those wrappers call: ``n_agents``, `
 * Every map is registered as ``marl/<map>-v0`` when this module is imported. Gymnasium's
   ``"module:env_id"`` form imports it for you: ``gymnasium.make("marl.envs.smac.gym_view:marl/3m-v0")``,
   which is also the ``key`` to give EPyMARL's ``gymma`` environment.
-* ``terminated`` is a win, loss or draw; ``truncated`` is SMAC's step limit (``info["episode_limit"]``).
+* ``terminated`` is a win, loss or draw; ``truncated`` is SMAC's step limit.
+* ``info`` is SMAC's step info (``battle_won``, ``dead_allies``, ``dead_enemies``, and ``episode_limit``
+  on a time-limit end when ``continuing_episode=True``, as in SMAC); reset gives the first three. Every
+  value is a number: EPyMARL's runners sum them into their statistics. The action mask is only in
+  ``get_avail_actions()``.
 * ``unavailable_action="noop"`` (keyword of ``gymnasium.make``) replaces an unavailable action by the
   agent's no-op, or "stop" for a living unit: for tools that do not read ``get_avail_actions()`` (EPyMARL's
   generic ``gymma`` wrapper marks every action available). The default ``"error"`` raises.
@@ -29,6 +33,9 @@ from marl.envs.smac.env import StarCraft2Env
 from marl.envs.smac.maps import list_maps
 
 NAMESPACE = "marl"
+# info at reset: SMAC's step-info keys with their values before any step. Infos hold numbers only, as SMAC's:
+# EPyMARL's runners add every info value of an episode's last step into their statistics.
+RESET_INFO: dict[str, Any] = {"battle_won": False, "dead_allies": 0, "dead_enemies": 0}
 
 
 class SmacGymEnv(gymnasium.Env):
@@ -70,7 +77,7 @@ class SmacGymEnv(gymnasium.Env):
         """Start an episode (``seed`` reseeds the engine); returns (observations, info)."""
         super().reset(seed=seed)
         self.smac.reset(seed=seed)
-        return self._obs(), {"avail_actions": self.get_avail_actions()}
+        return self._obs(), dict(RESET_INFO)
 
     def step(self, actions: Any) -> tuple[tuple[np.ndarray, ...], float, bool, bool, dict[str, Any]]:
         """One joint action (a sequence of ints); returns (obs, team reward, terminated, truncated, info)."""
@@ -86,7 +93,6 @@ class SmacGymEnv(gymnasium.Env):
         reward, done, info = self.smac.step(joint.tolist())
         cut = self.smac.get_stats()["timeouts"] > timeouts or bool(info.get("episode_limit"))
         truncated = bool(done) and cut  # SMAC's step limit, not the end of the battle
-        info = {**info, "avail_actions": self.get_avail_actions()}
         return self._obs(), float(reward), bool(done) and not truncated, truncated, info
 
     def render(self) -> np.ndarray | None:

@@ -24,7 +24,9 @@ import yaml
 
 from marl.envs.smac.types import MAP_TYPES, RACES, UNIT_NAMES, EnemyOrder, MapSpec, UnitGroup
 
-MAPS_DIR = Path(__file__).resolve().parents[3] / "maps"
+# The map files live in the repository's maps/; map_files is a link to it, so that a wheel (`pip install .`)
+# carries them (pyproject.toml's package-data).
+MAPS_DIR = Path(__file__).resolve().parent / "map_files"
 
 _TOP_KEYS = {
     "name",
