@@ -39,9 +39,10 @@ def _float64_unroll(agent: RNNAgent, x_BTNI: ms.Tensor, h_MH: ms.Tensor) -> tupl
     return ops.stack(qs, 1), h_MH
 
 
-def _problem(use_kernels: bool) -> tuple[RNNAgent, list[np.ndarray]]:
-    """A small agent with large weights (saturating gates) and the inputs and loss weights of the test."""
-    b, t, n, i, hd, a = 3, 7, 2, 5, 6, 4
+def _problem(use_kernels: bool, i: int = 5) -> tuple[RNNAgent, list[np.ndarray]]:
+    """A small agent with large weights (saturating gates) and the inputs and loss weights of the test
+    (``i`` > 6: more inputs than hidden units, the layout where the agent transposes fc1's output)."""
+    b, t, n, hd, a = 3, 7, 2, 6, 4
     rng = np.random.default_rng(3)
     agent = RNNAgent(i, hd, a, use_kernels=use_kernels)
     for p in agent.trainable_params():
@@ -70,10 +71,11 @@ TOLERANCE = {True: 1e-5, False: 5e-4}
 
 @pytest.mark.parametrize("use_jit", [True, False])
 @pytest.mark.parametrize("use_kernels", [True, False])
-def test_gradients_equal_float64_autodiff(use_kernels: bool, use_jit: bool) -> None:
+@pytest.mark.parametrize("n_inputs", [5, 9])
+def test_gradients_equal_float64_autodiff(use_kernels: bool, use_jit: bool, n_inputs: int) -> None:
     """Loss, every parameter gradient and the gradient of the initial hidden state agree with float64
     autodiff of the same network, with the final hidden state also in the loss."""
-    agent, arrays = _problem(use_kernels)
+    agent, arrays = _problem(use_kernels, n_inputs)
     l_new, g_new = _grads(agent, arrays, RNNAgent.unroll_from, np.float32, use_jit)
     l_64, g_64 = _grads(agent, arrays, _float64_unroll, np.float64, use_jit=False)
     assert l_new == pytest.approx(l_64, rel=1e-5)

@@ -18,8 +18,9 @@ def _t(x: np.ndarray) -> ms.Tensor:
 
 
 @pytest.mark.parametrize("cls", [RNNAgent, MLPAgent])
-def test_unroll_matches_step_by_step(cls: type) -> None:
-    b, t, n, i, h, a = 2, 5, 3, 7, 8, 4
+@pytest.mark.parametrize("i", [7, 12])  # fewer / more inputs than hidden units (the RNN's two layouts)
+def test_unroll_matches_step_by_step(cls: type, i: int) -> None:
+    b, t, n, h, a = 2, 5, 3, 8, 4
     agent = cls(i, h, a)
     x = np.random.default_rng(1).normal(size=(b, t, n, i)).astype(np.float32)
     q_unrolled = agent.unroll(_t(x)).asnumpy()
