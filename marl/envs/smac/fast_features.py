@@ -175,43 +175,79 @@ def observe_kernel(
                 o[col + t] = ally_onehot[i, t]
             if obs_time:
                 o[col + b] = steps[e] / episode_limit
-        # state
-        if state.shape[1] == 0:
-            continue
-        st = state[e]
-        fsa = 4 + s_a + b
-        fse = 3 + s_e + b
-        cx, cy = map_x / 2, map_y / 2
+        if state.shape[1] > 0:
+            fill_state(
+                e, n, pos, health, shield, cooldown, energy, h, last_action, steps, medivac, ally_onehot,
+                enemy_onehot, ally_max_shield, enemy_max_shield, ally_max_cd, map_x, map_y, episode_limit,
+                state_last, state_time, s_a, s_e, state[e],
+            )  # fmt: skip
+
+
+@njit(cache=True)
+def fill_state(
+    e,
+    n,
+    pos,
+    health,
+    shield,
+    cooldown,
+    energy,
+    h,
+    last_action,
+    steps,
+    medivac,
+    ally_onehot,
+    enemy_onehot,
+    ally_max_shield,
+    enemy_max_shield,
+    ally_max_cd,
+    map_x,
+    map_y,
+    episode_limit,
+    state_last,
+    state_time,
+    s_a,
+    s_e,
+    st,
+):
+    """SMAC's state of env ``e`` into ``st`` (S,), zeroed by the caller (layout as features.py); ``h`` (U,)
+    health maxima, the per-unit arrays are this env's."""
+    m = pos.shape[1] - n
+    A = last_action.shape[2]
+    b = ally_onehot.shape[1]
+    fsa = 4 + s_a + b
+    fse = 3 + s_e + b
+    cx, cy = map_x / 2, map_y / 2
+    for i in range(n):
+        if health[e, i] > 0:
+            base = i * fsa
+            st[base] = health[e, i] / h[i]
+            st[base + 1] = (energy[e, i] if medivac[i] else cooldown[e, i]) / ally_max_cd[i]
+            st[base + 2] = (pos[e, i, 0] - cx) / map_x
+            st[base + 3] = (pos[e, i, 1] - cy) / map_y
+            if s_a:
+                st[base + 4] = shield[e, i] / ally_max_shield[i]
+            for t in range(b):
+                st[base + 4 + s_a + t] = ally_onehot[i, t]
+    off = n * fsa
+    for j in range(m):
+        k = n + j
+        if health[e, k] > 0:
+            base = off + j * fse
+            st[base] = health[e, k] / h[k]
+            st[base + 1] = (pos[e, k, 0] - cx) / map_x
+            st[base + 2] = (pos[e, k, 1] - cy) / map_y
+            if s_e:
+                st[base + 3] = shield[e, k] / enemy_max_shield[j]
+            for t in range(b):
+                st[base + 3 + s_e + t] = enemy_onehot[j, t]
+    off += m * fse
+    if state_last:
         for i in range(n):
-            if health[e, i] > 0:
-                base = i * fsa
-                st[base] = health[e, i] / h[i]
-                st[base + 1] = (energy[e, i] if medivac[i] else cooldown[e, i]) / ally_max_cd[i]
-                st[base + 2] = (pos[e, i, 0] - cx) / map_x
-                st[base + 3] = (pos[e, i, 1] - cy) / map_y
-                if s_a:
-                    st[base + 4] = shield[e, i] / ally_max_shield[i]
-                for t in range(b):
-                    st[base + 4 + s_a + t] = ally_onehot[i, t]
-        off = n * fsa
-        for j in range(m):
-            k = n + j
-            if health[e, k] > 0:
-                base = off + j * fse
-                st[base] = health[e, k] / h[k]
-                st[base + 1] = (pos[e, k, 0] - cx) / map_x
-                st[base + 2] = (pos[e, k, 1] - cy) / map_y
-                if s_e:
-                    st[base + 3] = shield[e, k] / enemy_max_shield[j]
-                for t in range(b):
-                    st[base + 3 + s_e + t] = enemy_onehot[j, t]
-        off += m * fse
-        if state_last:
-            for i in range(n):
-                for a in range(A):
-                    st[off + i * A + a] = last_action[e, i, a]
-        if state_time:
-            st[st.shape[0] - 1] = steps[e] / episode_limit
+            for a in range(A):
+                st[off + i * A + a] = last_action[e, i, a]
+    if state_time:
+        st[st.shape[0] - 1] = steps[e] / episode_limit
 
 
 @njit(cache=True)

@@ -1,6 +1,11 @@
 """``SMACv2Env``: SMACv2's capability-config env (``StarCraftCapabilityEnvWrapper`` over smacv2's
 ``StarCraft2Env``) on the embedded engine. Each reset draws a team and start positions from the env's seed,
 builds that episode's map and runs it with SMAC's rules plus SMACv2's observations (docs/smacv2.md).
+
+Random streams (the contract ``BatchedSMACv2Env`` reproduces row by row): the env's NumPy generator, seeded
+with its seed, draws each episode's teams and start positions (:func:`draw_episode`) and then two seeds
+(:func:`episode_seeds`): the engine's stream for that episode and its observation stream (SMACv2's shuffled
+visiting order and EPO draws).
 """
 
 from __future__ import annotations
@@ -10,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from marl.envs.smac.env import StarCraft2Env
-from marl.envs.smac.features import SmacFeatures
+from marl.envs.smac.features import SmacFeatures, Units
 from marl.envs.smac.smacv2.capability import scenario_from_capability_config
 from marl.envs.smac.smacv2.distributions import draw_teams, surrounded_and_reflect
+from marl.envs.smac.smacv2.fast import V2Features
 from marl.envs.smac.smacv2.features import V2Flags, V2Observer, unit_ranges, v2_sizes
 from marl.envs.smac.smacv2.scenarios import RACE_LETTER, Scenario, get_scenario
 from marl.envs.smac.types import MEDIVAC_MAP_TYPES, EnemyOrder, MapSpec, UnitGroup
@@ -60,6 +66,22 @@ def episode_spec(
     )
 
 
+def draw_episode(rng: np.random.Generator, sc: Scenario) -> tuple[MapSpec, str]:
+    """One episode's map and start-position layout ("reflect"/"surrounded") as SMACv2 draws them: team_gen,
+    then start_positions."""
+    allies, enemies = draw_teams(rng, sc.team_gen, sc.n_units, sc.n_enemies)
+    ally_xy, enemy_xy, kind = surrounded_and_reflect(rng, sc.p, sc.n_units, sc.n_enemies, *sc.map_size)
+    return episode_spec(sc, allies, enemies, ally_xy, enemy_xy), kind
+
+
+def episode_seeds(rng: np.random.Generator) -> tuple[int, int]:
+    """(engine seed, observation-stream seed) of an episode, drawn after its teams and positions."""
+    return int(rng.integers(1 << 62)), int(rng.integers(1 << 62))
+
+
+_ONE = np.ones(1, dtype=bool)
+
+
 class SMACv2Env(StarCraft2Env):
     """A SMACv2 scenario (Ellis et al. 2022, arXiv:2212.07489) with SMACv2's interface and sizes.
 
@@ -68,7 +90,9 @@ class SMACv2Env(StarCraft2Env):
     ``map_name="10gen_<race>"`` with ``capability_config`` (SMACv2's dict; :mod:`.capability`), or without it
     the race's example config (5 vs 5). SMACv2's flags (``obs_own_pos``, ``use_unit_ranges``,
     ``min_attack_range``, ``prob_obs_enemy``, ``fully_observable``, ``action_mask``, ``conic_fov``) default to
-    its standard configs; the other flags are SMAC's. Only the embedded engine.
+    its standard configs; the other flags are SMAC's. Only the embedded engine. ``compiled=False`` computes
+    availability, observations, state and reward with the NumPy reference instead of the compiled kernels
+    (same numbers; :mod:`.fast`).
     """
 
     def __init__(
@@ -86,6 +110,7 @@ class SMACv2Env(StarCraft2Env):
         action_mask: bool = True,
         conic_fov: bool = False,
         capability_config: dict[str, Any] | None = None,
+        compiled: bool = True,
         **smac_flags: Any,
     ) -> None:
         if backend not in ("sim", "auto"):
@@ -102,6 +127,7 @@ class SMACv2Env(StarCraft2Env):
             obs_own_pos, use_unit_ranges, float(min_attack_range), float(prob_obs_enemy), fully_observable,
             action_mask, conic_fov,
         )  # fmt: skip
+        self.compiled = bool(compiled)
         self._rng = np.random.default_rng(seed)
         self._draw()
         self.layout = self._next_layout
@@ -112,17 +138,17 @@ class SMACv2Env(StarCraft2Env):
         sizes = v2_sizes(self.n_agents, self.n_enemies, RACE_LETTER[self.scenario.race], self.opts, self.v2)
         self._sizes = sizes
         self.n_actions = sizes["n_actions"]
+        sc = self.scenario
+        self._fast = V2Features(
+            1, self.n_agents, self.n_enemies, RACE_LETTER[sc.race], self.opts, self.v2, sc.map_size,
+            self.episode_limit, sc.unit_type_bits,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ generation
     def _draw(self) -> None:
         """Draw the next episode's teams and start positions (SMACv2: team_gen, then start_positions)."""
-        sc = self.scenario
-        allies, enemies = draw_teams(self._rng, sc.team_gen, sc.n_units, sc.n_enemies)
-        ally_xy, enemy_xy, kind = surrounded_and_reflect(
-            self._rng, sc.p, sc.n_units, sc.n_enemies, *sc.map_size
-        )
-        self._next_spec = episode_spec(sc, allies, enemies, ally_xy, enemy_xy)
-        self._next_layout = kind
+        self._state_before_draw = self._rng.bit_generator.state
+        self._next_spec, self._next_layout = draw_episode(self._rng, self.scenario)
         self._fresh = True  # the next reset uses this draw
 
     def seed(self, seed: int | None = None) -> int | None:
@@ -142,24 +168,45 @@ class SMACv2Env(StarCraft2Env):
         self._prev_spec = self.spec  # the map of the episode whose frames become the "last" ones
         self.spec = self._next_spec
         self.layout = self._next_layout
-        self.features = SmacFeatures(self.spec, self.opts)
+        engine_seed, obs_seed = episode_seeds(self._rng)
+        self.features = SmacFeatures(self.spec, self.opts, compiled=self.compiled)
         self.features.reward_clip_at_zero = True  # smacv2 reward_battle: max(delta_enemy + delta_deaths, 0)
-        self._engine = self._make_engine()
-        medivac = self.spec.map_type in MEDIVAC_MAP_TYPES
-        f = self.features
-        self._observer = V2Observer(
-            self.spec.ally_types, self.spec.enemy_types, f.ally_onehot, f.enemy_onehot,
-            RACE_LETTER[self.scenario.race], self.spec.map_size, self.opts, self.v2, medivac,
-        )  # fmt: skip
+        self._engine = self._make_engine(engine_seed)
+        if self.compiled:
+            self._fast.set_env(0, self.spec.ally_types, self.spec.enemy_types, obs_seed)
+        else:
+            self._obs_rng = np.array([obs_seed], dtype=np.uint64)
+            medivac = self.spec.map_type in MEDIVAC_MAP_TYPES
+            f = self.features
+            self._observer = V2Observer(
+                self.spec.ally_types, self.spec.enemy_types, f.ally_onehot, f.enemy_onehot,
+                RACE_LETTER[self.scenario.race], self.spec.map_size, self.opts, self.v2, medivac,
+            )  # fmt: skip
         return super().reset()
 
-    def _make_engine(self) -> Any:
+    def _make_engine(self, seed: int) -> Any:
         from marl.envs.smac.sim.engine import SimEngine
 
-        return SimEngine(self.spec, seed=int(self._rng.integers(1 << 62)))
+        return SimEngine(self.spec, seed=seed)
+
+    def get_rng_state(self) -> dict[str, Any]:
+        """The state of the team/position generator before the next episode's draw (for exact resume)."""
+        return self._state_before_draw if self._fresh else self._rng.bit_generator.state
+
+    def set_rng_state(self, state: dict[str, Any]) -> None:
+        """Continue from :meth:`get_rng_state`: the next reset draws what the saved env would have drawn."""
+        self._rng.bit_generator.state = state
+        self._draw()
 
     def _set_table(self, table: Any) -> None:
-        super()._set_table(table)
+        if self.compiled:
+            self._table = table
+            self._units = u = Units.from_table(table)
+            fast = self._fast
+            fast.observe(u, self.last_action[None], np.array([self._episode_steps]), _ONE)
+            self._avail, self._obs, self._state = fast.avail[0].copy(), fast.obs[0].copy(), fast.state[0].copy()
+            return
+        super()._set_table(table)  # the NumPy reference: SMAC's move block and state, then SMACv2's rules
         u = self._units
         pos, health, shield = u.pos[0], u.health[0], u.shield[0]
         move = self._avail[:, :6]
@@ -173,7 +220,7 @@ class SMACv2Env(StarCraft2Env):
         v1_move = self._obs[:, : ob.move_size]
         self._obs = ob.observe(
             pos, health, u.health_max, shield, v1_move, true_avail, self.last_action,
-            self._episode_steps / self.episode_limit, self._rng,
+            self._episode_steps / self.episode_limit, self._obs_rng,
         )  # fmt: skip
         if self.opts.obs_instead_of_state:
             self._state = self._obs.reshape(-1).copy()

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from marl.envs.smac.options import MAX_SHIELD, N_ACTIONS_NO_ATTACK, SmacOptions
+from marl.envs.smac.sim.physics import rand_int, rand_uniform
 
 # smacv2 StarCraft2Env.unit_sight_range / unit_shoot_range (use_unit_ranges=True).
 SIGHT_RANGE_V2 = {
@@ -91,6 +92,25 @@ def v2_sizes(
         state = n_agents * (4 + shield + bits) + n_enemies * (3 + shield + bits)
         state += n_agents * n_actions * opts.state_last_action + int(opts.state_timestep_number)
     return {"obs": obs, "state": state, "n_actions": n_actions}
+
+
+def visiting_order(rng: np.ndarray, n: int) -> np.ndarray:
+    """The order in which ``get_obs`` visits the agents: SMACv2 shuffles them (``random.shuffle``); we run a
+    Fisher-Yates shuffle on the env's observation stream ``rng`` ((1,) uint64 SplitMix64 state, the engine's
+    generator), which the compiled kernel reproduces draw for draw."""
+    order = np.arange(n)
+    for k in range(n - 1, 0, -1):
+        j = rand_int(rng, 0, k + 1)
+        order[k], order[j] = order[j], order[k]
+    return order
+
+
+def epo_draw(rng: np.ndarray, prob: float) -> bool:
+    """Whether another agent observes a newly tagged enemy (SMACv2: ``np.random.rand() < prob_obs_enemy``);
+    with ``prob`` 0 or 1 the answer is certain and nothing is drawn."""
+    if prob >= 1.0:
+        return True
+    return prob > 0.0 and rand_uniform(rng, 0) < prob
 
 
 def unit_ranges(types: tuple[str, ...], flags: V2Flags) -> tuple[np.ndarray, np.ndarray]:
@@ -198,10 +218,11 @@ class V2Observer:
         true_avail: np.ndarray,
         last_action: np.ndarray,
         step_frac: float,
-        rng: np.random.Generator,
+        rng: np.ndarray,
     ) -> np.ndarray:
         """(n, obs_size) float32 observations. ``move_block`` (n, move_size) is SMAC's move/pathing/height
-        block, ``true_avail`` the range-checked availability, ``step_frac`` the episode step / limit."""
+        block, ``true_avail`` the range-checked availability, ``step_frac`` the episode step / limit, ``rng``
+        the env's observation stream ((1,) uint64: :func:`visiting_order`, :func:`epo_draw`)."""
         n, m, o, f = self.n, self.m, self.opts, self.flags
         out = np.zeros((n, self.sizes["obs"]), dtype=np.float32)
         hfrac = np.where(health_max > 0, health / np.maximum(health_max, 1e-9), 0.0)
@@ -210,7 +231,7 @@ class V2Observer:
         bits = self.ally_onehot.shape[1]
         hs = (1 + self.shield) if o.obs_all_health else 0
         nf_e, nf_a = 4 + hs + bits, 4 + hs + bits + self.sizes["n_actions"] * o.obs_last_action
-        for i in rng.permutation(n):  # SMACv2's get_obs visits the agents in a shuffled order
+        for i in visiting_order(rng, n):  # SMACv2's get_obs visits the agents in a shuffled order
             if not alive[i]:
                 continue
             sight = self.sight[i]
@@ -223,9 +244,9 @@ class V2Observer:
             for e in np.flatnonzero(seen & (self.tag_owner < 0)):
                 self.tag_owner[e] = i
                 self.obs_enemies[e, i] = True
-                others = np.arange(n) != i
-                draws = rng.random(n) < f.prob_obs_enemy
-                self.obs_enemies[e, others & draws] = True
+                for a in range(n):  # one draw per other agent, in id order
+                    if a != i and epo_draw(rng, f.prob_obs_enemy):
+                        self.obs_enemies[e, a] = True
             observed = self.obs_enemies[:, i]
             show = alive[n:] & observed & (seen | f.fully_observable)
             ef = np.zeros((m, nf_e), dtype=np.float32)

@@ -1,0 +1,159 @@
+"""``V2Features``: SMACv2's availability, observations, state and reward of E envs (each with its own
+generated team) through the compiled kernels of :mod:`.fast_kernels`.
+
+``SMACv2Env`` runs it with E = 1 and ``BatchedSMACv2Env`` with E = n_envs, so both run the same code; the
+NumPy reference (``V2Observer`` + ``SmacFeatures(compiled=False)``, ``SMACv2Env(compiled=False)``) is what
+``tests/test_smacv2_fast.py`` compares it with, element for element.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from marl.envs.smac.features_layout import _DIRS, _PAD, _SURROUND, Units, _padded
+from marl.envs.smac.options import DEFAULT_MAX_COOLDOWN, MAX_COOLDOWN, MAX_SHIELD, MOVE_AMOUNT, SmacOptions
+from marl.envs.smac.options import _ALLY_TYPE_ORDER as TYPE_ORDER
+from marl.envs.smac.smacv2.fast_kernels import (
+    v2_observe_kernel,
+    v2_observe_kernel_parallel,
+    v2_reward_end_kernel,
+)
+from marl.envs.smac.smacv2.features import V2Flags, unit_ranges, v2_sizes
+from marl.envs.smac.threads import resolve_threads, with_threads
+from marl.envs.smac.types import MEDIVAC_MAP_TYPES
+
+
+class V2Features:
+    """Per-env unit-type arrays, EPO tags and observation streams of E envs of one SMACv2 race and size, and
+    the arrays the kernels fill (``avail`` (E, n, A) int64, ``obs`` (E, n, O) and ``state`` (E, S) float32).
+
+    :meth:`set_env` installs env ``e``'s episode (its teams and observation seed) at reset; :meth:`observe`
+    computes the envs of a mask in place. ``threads > 1`` spreads the envs over Numba threads.
+    """
+
+    def __init__(
+        self,
+        n_envs: int,
+        n_agents: int,
+        n_enemies: int,
+        race: str,
+        opts: SmacOptions,
+        flags: V2Flags,
+        map_size: tuple[int, int],
+        episode_limit: int,
+        bits: int = 3,
+        threads: int = 1,
+    ) -> None:
+        E, n, m = n_envs, n_agents, n_enemies
+        self.n_envs, self.n_agents, self.n_enemies, self.race = E, n, m, race
+        self.opts, self.flags, self.threads = opts, flags, resolve_threads(threads)
+        self.sizes = v2_sizes(n, m, race, opts, flags, bits)
+        self.map_type = {"P": "protoss_gen", "T": "terran_gen", "Z": "zerg_gen"}[race]
+        self._order = TYPE_ORDER[self.map_type]
+        self._eye = np.eye(bits)
+        self._heals = self.map_type in MEDIVAC_MAP_TYPES
+        self.medivac = np.zeros((E, n), dtype=bool)  # Medivacs that heal (action 6 + j: ally j)
+        self.enemy_medivac = np.zeros((E, m), dtype=bool)
+        self.ally_onehot, self.enemy_onehot = np.zeros((E, n, bits)), np.zeros((E, m, bits))
+        self.ally_max_shield, self.enemy_max_shield = np.ones((E, n)), np.ones((E, m))
+        self.ally_max_cd = np.ones((E, n))
+        self.sight, self.shoot = np.ones((E, n)), np.ones((E, n))
+        self.obs_enemies = np.zeros((E, m, n), dtype=bool)  # SMACv2's obs_enemies[enemy, agent]
+        self.tag_owner = np.full((E, m), -1, dtype=np.int64)  # SMACv2's enemy_tags (-1: none)
+        self.rng = np.zeros(E, dtype=np.uint64)  # each env's observation stream (SplitMix64 state)
+        A, O, S = self.sizes["n_actions"], self.sizes["obs"], self.sizes["state"]
+        self.avail = np.zeros((E, n, A), dtype=np.int64)
+        self.obs = np.zeros((E, n, O), dtype=np.float32)
+        self._kstate = np.zeros((E, 0 if opts.obs_instead_of_state else S), dtype=np.float32)
+        self.state = np.zeros((E, S), dtype=np.float32) if opts.obs_instead_of_state else self._kstate
+        grid = np.ones(map_size, dtype=bool)  # SMACv2's 32x32_flat: flat and walkable (docs/smacv2.md)
+        o, f = opts, flags
+        self._shared = (
+            _padded(grid, False, bool),  # moves off the map are unavailable
+            _padded(grid, True, bool),  # SMAC's pathing obs reads 1 off the map
+            _padded(np.zeros(map_size), 1.0, float),
+            _PAD,
+            _SURROUND,
+            (MOVE_AMOUNT / 2) * _DIRS,
+            float(map_size[0]),
+            float(map_size[1]),
+            int(episode_limit),
+            o.obs_all_health,
+            o.own_health,
+            o.obs_last_action,
+            o.obs_pathing_grid,
+            o.obs_terrain_height,
+            o.obs_timestep_number,
+            o.state_last_action,
+            o.state_timestep_number,
+            int(race == "P"),
+            f.obs_own_pos,
+            float(f.prob_obs_enemy),
+            f.fully_observable,
+            f.action_mask,
+        )
+
+    def set_env(self, e: int, ally_types: tuple[str, ...], enemy_types: tuple[str, ...], seed: int) -> None:
+        """Install env ``e``'s new episode: its unit types and the seed of its observation stream (the EPO
+        tags are cleared by the first :meth:`observe`, at step 0)."""
+        self.ally_onehot[e] = self._eye[[self._order.index(t) for t in ally_types]]
+        self.enemy_onehot[e] = self._eye[[self._order.index(t) for t in enemy_types]]
+        self.medivac[e] = [self._heals and t == "medivac" for t in ally_types]
+        self.enemy_medivac[e] = [t == "medivac" for t in enemy_types]
+        self.ally_max_shield[e] = [MAX_SHIELD.get(t, 1.0) for t in ally_types]
+        self.enemy_max_shield[e] = [MAX_SHIELD.get(t, 1.0) for t in enemy_types]
+        self.ally_max_cd[e] = [MAX_COOLDOWN.get(t, DEFAULT_MAX_COOLDOWN) for t in ally_types]
+        self.sight[e], self.shoot[e] = unit_ranges(tuple(ally_types), self.flags)
+        self.rng[e] = np.uint64(seed)
+
+    def observe(self, u: Units, last_action: np.ndarray, steps: np.ndarray, active: np.ndarray) -> None:
+        """Fill ``avail``, ``obs`` and ``state`` of the envs with ``active`` (E,) from their units ``u``
+        (all E envs; health maxima (U,) or (E, U)), last actions (E, n, A) and steps taken (E,)."""
+        f64 = np.float64
+        hmax = u.health_max.astype(f64, copy=False).reshape(-1, u.health.shape[1])
+        if hmax.shape[0] != self.n_envs:
+            hmax = np.broadcast_to(hmax, u.health.shape)
+        per_env = (
+            u.pos.astype(f64, copy=False),
+            u.health.astype(f64, copy=False),
+            u.shield.astype(f64, copy=False),
+            u.cooldown.astype(f64, copy=False),
+            u.energy.astype(f64, copy=False),
+            hmax,
+            last_action.astype(np.float32, copy=False),
+            np.asarray(steps, dtype=np.int64),
+            self.medivac,
+            self.ally_onehot,
+            self.enemy_onehot,
+            self.ally_max_shield,
+            self.enemy_max_shield,
+            self.ally_max_cd,
+            self.sight,
+            self.shoot,
+            self.obs_enemies,
+            self.tag_owner,
+            self.rng,
+        )
+        args = (active, self.n_agents, per_env, self._shared, self.avail, self.obs, self._kstate)
+        if self.threads > 1 and self.n_envs > 1:
+            with_threads(self.threads, v2_observe_kernel_parallel, *args)
+        else:
+            v2_observe_kernel(*args)
+        if self.opts.obs_instead_of_state:
+            self.state[active] = self.obs[active].reshape(int(active.sum()), -1)
+
+    def reward_and_end(
+        self, prev: Units, cur: Units, dead: np.ndarray, rows: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(reward before the end bonus, end code, dead allies, dead enemies) of the envs ``rows`` (``prev``,
+        ``cur`` and the death tracker ``dead``, updated in place, hold just those rows)."""
+        o, E, f64 = self.opts, cur.n_envs, np.float64
+        reward, code = np.empty(E), np.empty(E, dtype=np.int64)
+        n_dead = np.zeros((E, 2), dtype=np.int64)
+        v2_reward_end_kernel(
+            self.n_agents, prev.health.astype(f64, copy=False), prev.shield.astype(f64, copy=False),
+            cur.health.astype(f64, copy=False), cur.shield.astype(f64, copy=False), dead,
+            self._heals, self.medivac[rows], self.enemy_medivac[rows], o.reward_sparse,
+            o.reward_only_positive, o.reward_death_value, o.reward_negative_scale, reward, code, n_dead,
+        )  # fmt: skip
+        return reward, code, n_dead[:, 0], n_dead[:, 1]
