@@ -119,9 +119,7 @@ def test_unit_sight_and_attack_ranges() -> None:
     move = np.tile([0, 1, 1, 1, 1, 1], (2, 1))
     avail = ob.avail(pos, health, move, check_range=True)
     assert avail[0, 6] == 0  # stalker range 6 < 9.5
-    obs = ob.observe(
-        pos, health, hmax, shield, np.ones((2, 4)), avail, np.zeros((2, 7)), 0.0, _stream(0)
-    )
+    obs = ob.observe(pos, health, hmax, shield, np.ones((2, 4)), avail, np.zeros((2, 7)), 0.0, _stream(0))
     nf_e = 4 + 2 + 3
     assert obs[0, 4 + 1] == pytest.approx(9.5 / 10.0)  # seen by the stalker (sight 10), distance / 10
     assert not obs[1, 4 : 4 + nf_e].any()  # the zealot (sight 9) is sqrt(9.5^2 + 1) away

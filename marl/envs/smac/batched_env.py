@@ -236,7 +236,7 @@ class BatchedStarCraft2Env:
                 act = int(a[k, i])
                 raise ValueError(
                     f"env {rows[k]}, agent {i} cannot take action {act} "
-                    f"({self.action_name(i, act)}); available actions: "
+                    f"({self.action_name(i, act, int(rows[k]))}); available actions: "
                     f"{np.flatnonzero(avail[k, i]).tolist()}"
                 )
         return a
@@ -271,8 +271,8 @@ class BatchedStarCraft2Env:
         """(E, n_agents, n_actions) int64 0/1."""
         return self._avail
 
-    def action_name(self, agent_id: int, action: int) -> str:
-        """Readable name of an action of one agent."""
+    def action_name(self, agent_id: int, action: int, env: int = 0) -> str:
+        """Readable name of an action of one agent (of env ``env``: the same on every env of a SMAC map)."""
         if action < N_ACTIONS_NO_ATTACK:
             return _ACTION_NAMES[action]
         kind = "heal ally" if self.features.ally_medivac[agent_id] else "attack enemy"

@@ -23,8 +23,7 @@ from marl.envs.smac.sim.stepper import sim_reset_typed, sim_step_typed, sim_step
 from marl.envs.smac.sim.units import N_STATE, PROPS, S_CD, S_EN, S_HP, S_SH, S_X, S_Y, SHIELD, type_ids
 from marl.envs.smac.smacv2.env import draw_episode, episode_seeds
 from marl.envs.smac.smacv2.fast import V2Features
-from marl.envs.smac.smacv2.features import V2Flags
-from marl.envs.smac.smacv2.scenarios import RACE_LETTER, get_scenario
+from marl.envs.smac.smacv2.scenarios import RACE_LETTER
 from marl.envs.smac.threads import resolve_threads, with_threads
 from marl.envs.smac.types import MapSpec
 
@@ -33,7 +32,9 @@ class TeamsSimEngine:
     """E envs of the embedded engine on one flat map, each with its own units: env ``e`` runs exactly what
     ``SimEngine(spec_e, seed_e)`` runs (the same compiled per-env code, ``sim/stepper.py``)."""
 
-    def __init__(self, n_envs: int, n_agents: int, n_enemies: int, map_size: tuple[int, int], threads: int = 1):
+    def __init__(
+        self, n_envs: int, n_agents: int, n_enemies: int, map_size: tuple[int, int], threads: int = 1
+    ):
         E, U = n_envs, n_agents + n_enemies
         self.n_envs, self.n_agents, self.threads = E, n_agents, resolve_threads(threads)
         self.grid = np.ones(map_size, dtype=np.bool_)
@@ -176,7 +177,9 @@ class BatchedSMACv2Env(BatchedStarCraft2Env):
         spec = self.specs[e]
         if spec is not None:
             stats.update(
-                ally_team=list(spec.ally_types), enemy_team=list(spec.enemy_types), start_positions=self.layouts[e]
+                ally_team=list(spec.ally_types),
+                enemy_team=list(spec.enemy_types),
+                start_positions=self.layouts[e],
             )
         return stats
 

@@ -204,7 +204,11 @@ class SMACv2Env(StarCraft2Env):
             self._units = u = Units.from_table(table)
             fast = self._fast
             fast.observe(u, self.last_action[None], np.array([self._episode_steps]), _ONE)
-            self._avail, self._obs, self._state = fast.avail[0].copy(), fast.obs[0].copy(), fast.state[0].copy()
+            self._avail, self._obs, self._state = (
+                fast.avail[0].copy(),
+                fast.obs[0].copy(),
+                fast.state[0].copy(),
+            )
             return
         super()._set_table(table)  # the NumPy reference: SMAC's move block and state, then SMACv2's rules
         u = self._units

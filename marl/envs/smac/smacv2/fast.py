@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from marl.envs.smac.features_layout import _DIRS, _PAD, _SURROUND, Units, _padded
-from marl.envs.smac.options import DEFAULT_MAX_COOLDOWN, MAX_COOLDOWN, MAX_SHIELD, MOVE_AMOUNT, SmacOptions
 from marl.envs.smac.options import _ALLY_TYPE_ORDER as TYPE_ORDER
+from marl.envs.smac.options import DEFAULT_MAX_COOLDOWN, MAX_COOLDOWN, MAX_SHIELD, MOVE_AMOUNT, SmacOptions
 from marl.envs.smac.smacv2.fast_kernels import (
     v2_observe_kernel,
     v2_observe_kernel_parallel,

@@ -192,7 +192,8 @@ def _obs_agent(
 def _observe_env(e, n, per_env, shared, true_avail, dist, dx, dy, order, avail, obs, state):
     """Env ``e``: EPO bookkeeping, availability, observations in SMACv2's shuffled visiting order, state."""
     (pos, health, shield, cooldown, energy, hmax, last_action, steps, medivac, ally_onehot, enemy_onehot,
-     ally_max_shield, enemy_max_shield, ally_max_cd, sight, shoot, obs_enemies, tag_owner, rng) = per_env
+     ally_max_shield, enemy_max_shield, ally_max_cd, sight, shoot, obs_enemies, tag_owner,
+     rng) = per_env  # fmt: skip
     (walk_in, walk_out, height, pad, surround, dirs, map_x, map_y, episode_limit, all_health, own_health,
      obs_last, obs_path, obs_height, obs_time, state_last, state_time, s, own_pos, prob, fully_obs,
      action_mask) = shared  # fmt: skip
