@@ -160,8 +160,8 @@ def test_medivac_heals_allies_and_bad_options() -> None:
     assert avail[0, 6:].tolist() == [1, 0]  # marine range 5
     with pytest.raises(ValueError, match="conic_fov"):
         SMACv2Env("protoss_5_vs_5", conic_fov=True)
-    with pytest.raises(ValueError, match="embedded engine only"):
-        SMACv2Env("protoss_5_vs_5", backend="sc2")
+    with pytest.raises(ValueError, match="unknown SMAC backend 'game'; allowed: sim, auto, sc2"):
+        SMACv2Env("protoss_5_vs_5", backend="game")
     with pytest.raises(ValueError, match="unknown SMACv2 scenario"):
         SMACv2Env("protoss_5v5")
 

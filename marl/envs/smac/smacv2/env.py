@@ -10,32 +10,20 @@ visiting order and EPO draws).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 
-from marl.envs.smac.env import StarCraft2Env
+from marl.envs.smac.env import _ANNOUNCED, BACKENDS, StarCraft2Env
 from marl.envs.smac.features import SmacFeatures, Units
+from marl.envs.smac.sc2.install import resolve_gen_backend
 from marl.envs.smac.smacv2.capability import scenario_from_capability_config
 from marl.envs.smac.smacv2.distributions import draw_teams, surrounded_and_reflect
 from marl.envs.smac.smacv2.fast import V2Features
 from marl.envs.smac.smacv2.features import V2Flags, V2Observer, unit_ranges, v2_sizes
 from marl.envs.smac.smacv2.scenarios import RACE_LETTER, Scenario, get_scenario
-from marl.envs.smac.types import MEDIVAC_MAP_TYPES, EnemyOrder, MapSpec, UnitGroup
-
-# smacv2 _init_ally_unit_types: the RL-unit ids of the 10gen maps are in this (alphabetical) order, and
-# init_units sorts the agents by (unit id, x, y).
-RL_UNIT_ORDER = (
-    "baneling",
-    "colossus",
-    "hydralisk",
-    "marauder",
-    "marine",
-    "medivac",
-    "stalker",
-    "zealot",
-    "zergling",
-)
+from marl.envs.smac.types import GEN_RL_UNIT_ORDER, MEDIVAC_MAP_TYPES, EnemyOrder, MapSpec, UnitGroup
 
 
 def episode_spec(
@@ -44,7 +32,7 @@ def episode_spec(
     """The map of one generated episode: one unit group per unit at its start position on the flat
     ``map_size`` arena, agents sorted as SMACv2 sorts them; each idle enemy is ordered to attack the closest
     living ally, as the trigger of SMACv2's map 32x32_flat does."""
-    order = sorted(range(len(allies)), key=lambda k: (RL_UNIT_ORDER.index(allies[k]), *ally_xy[k]))
+    order = sorted(range(len(allies)), key=lambda k: (GEN_RL_UNIT_ORDER.index(allies[k]), *ally_xy[k]))
     ally_groups = tuple(UnitGroup(allies[k], 1, (float(ally_xy[k, 0]), float(ally_xy[k, 1]))) for k in order)
     enemy_groups = tuple(
         UnitGroup(u, 1, (float(x), float(y))) for u, (x, y) in zip(enemies, enemy_xy, strict=True)
@@ -90,9 +78,13 @@ class SMACv2Env(StarCraft2Env):
     ``map_name="10gen_<race>"`` with ``capability_config`` (SMACv2's dict; :mod:`.capability`), or without it
     the race's example config (5 vs 5). SMACv2's flags (``obs_own_pos``, ``use_unit_ranges``,
     ``min_attack_range``, ``prob_obs_enemy``, ``fully_observable``, ``action_mask``, ``conic_fov``) default to
-    its standard configs; the other flags are SMAC's. Only the embedded engine. ``compiled=False`` computes
-    availability, observations, state and reward with the NumPy reference instead of the compiled kernels
-    (same numbers; :mod:`.fast`).
+    its standard configs; the other flags are SMAC's. ``compiled=False`` computes availability,
+    observations, state and reward with the NumPy reference instead of the compiled kernels (same numbers;
+    :mod:`.fast`).
+
+    ``backend``: "sim" (the embedded engine, default), "sc2" (the real game through pysc2 with SMACv2's map
+    32x32_flat: :class:`~marl.envs.smac.sc2.gen_engine.Sc2GenEngine`) or "auto" (the game when it and the map
+    are installed). ``engine`` plays every episode on a given game engine (an ``Sc2GenEngine``; tests).
     """
 
     def __init__(
@@ -111,12 +103,19 @@ class SMACv2Env(StarCraft2Env):
         conic_fov: bool = False,
         capability_config: dict[str, Any] | None = None,
         compiled: bool = True,
+        engine: Any | None = None,
         **smac_flags: Any,
     ) -> None:
-        if backend not in ("sim", "auto"):
-            raise ValueError(
-                f"SMACv2 scenarios run on the embedded engine only (backend='sim' or 'auto'), got {backend!r}"
-            )
+        if engine is not None:
+            backend = "sc2"
+        elif backend not in BACKENDS:
+            raise ValueError(f"unknown SMAC backend {backend!r}; allowed: {', '.join(BACKENDS)}")
+        else:
+            requested = backend
+            backend, why = resolve_gen_backend(backend)  # "sc2" without the game: the install hint, now
+            if requested == "auto" and why not in _ANNOUNCED:  # once per process, as StarCraft2Env
+                _ANNOUNCED.add(why)
+                print(why, flush=True)
         if capability_config is not None:
             if n_units is not None or n_enemies is not None:
                 raise ValueError("give n_units/n_enemies inside capability_config, not beside it")
@@ -132,7 +131,9 @@ class SMACv2Env(StarCraft2Env):
         self._draw()
         self.layout = self._next_layout
         super().__init__(map_name, backend="sim", seed=seed, spec=self._next_spec, engine=None, **smac_flags)
-        self.backend = "sim"
+        self.backend = backend
+        self._game = engine  # the real game: one engine for every episode
+        self._game_map: MapSpec | None = None  # the map the game reported (grid, heights, size)
         if self.opts.heuristic_ai:
             raise ValueError("heuristic_ai is not supported on SMACv2 scenarios yet")
         sizes = v2_sizes(self.n_agents, self.n_enemies, RACE_LETTER[self.scenario.race], self.opts, self.v2)
@@ -168,23 +169,48 @@ class SMACv2Env(StarCraft2Env):
         self._prev_spec = self.spec  # the map of the episode whose frames become the "last" ones
         self.spec = self._next_spec
         self.layout = self._next_layout
-        engine_seed, obs_seed = episode_seeds(self._rng)
-        self.features = SmacFeatures(self.spec, self.opts, compiled=self.compiled)
-        self.features.reward_clip_at_zero = True  # smacv2 reward_battle: max(delta_enemy + delta_deaths, 0)
+        engine_seed, obs_seed = episode_seeds(self._rng)  # the game is seeded once, at launch
+        if self._game_map is not None:
+            g = self._game_map
+            self.spec = dataclasses.replace(
+                self.spec, pathing_grid=g.pathing_grid, terrain_height=g.terrain_height, map_size=g.map_size
+            )
+        self._episode_features()
         self._engine = self._make_engine(engine_seed)
         if self.compiled:
             self._fast.set_env(0, self.spec.ally_types, self.spec.enemy_types, obs_seed)
         else:
             self._obs_rng = np.array([obs_seed], dtype=np.uint64)
-            medivac = self.spec.map_type in MEDIVAC_MAP_TYPES
+        return super().reset()
+
+    def _episode_features(self) -> None:
+        """SMAC's features of this episode's map (SMACv2's reward clip) and, for the NumPy reference,
+        SMACv2's observer."""
+        self.features = SmacFeatures(self.spec, self.opts, compiled=self.compiled)
+        self.features.reward_clip_at_zero = True  # smacv2 reward_battle: max(delta_enemy + delta_deaths, 0)
+        if not self.compiled:
             f = self.features
             self._observer = V2Observer(
                 self.spec.ally_types, self.spec.enemy_types, f.ally_onehot, f.enemy_onehot,
-                RACE_LETTER[self.scenario.race], self.spec.map_size, self.opts, self.v2, medivac,
+                RACE_LETTER[self.scenario.race], self.spec.map_size, self.opts, self.v2,
+                self.spec.map_type in MEDIVAC_MAP_TYPES,
             )  # fmt: skip
-        return super().reset()
+
+    def _adopt_game_map(self, spec: MapSpec) -> None:
+        """The game's pathing grid, heights and size replace the flat map, now and for later episodes."""
+        self._game_map = spec
+        self.spec = spec
+        self._episode_features()
+        self._fast.set_map(spec.pathing_grid, spec.terrain_height)
 
     def _make_engine(self, seed: int) -> Any:
+        if self.backend == "sc2":
+            if self._game is None:
+                from marl.envs.smac.sc2.gen_engine import Sc2GenEngine
+
+                self._game = Sc2GenEngine(self.spec, self._seed, self.difficulty, self.step_mul)
+            self._game.new_episode(self.spec)
+            return self._game
         from marl.envs.smac.sim.engine import SimEngine
 
         return SimEngine(self.spec, seed=seed)

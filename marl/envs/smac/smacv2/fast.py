@@ -66,17 +66,8 @@ class V2Features:
         self.obs = np.zeros((E, n, O), dtype=np.float32)
         self._kstate = np.zeros((E, 0 if opts.obs_instead_of_state else S), dtype=np.float32)
         self.state = np.zeros((E, S), dtype=np.float32) if opts.obs_instead_of_state else self._kstate
-        grid = np.ones(map_size, dtype=bool)  # SMACv2's 32x32_flat: flat and walkable (docs/smacv2.md)
         o, f = opts, flags
-        self._shared = (
-            _padded(grid, False, bool),  # moves off the map are unavailable
-            _padded(grid, True, bool),  # SMAC's pathing obs reads 1 off the map
-            _padded(np.zeros(map_size), 1.0, float),
-            _PAD,
-            _SURROUND,
-            (MOVE_AMOUNT / 2) * _DIRS,
-            float(map_size[0]),
-            float(map_size[1]),
+        self._options = (
             int(episode_limit),
             o.obs_all_health,
             o.own_health,
@@ -91,6 +82,24 @@ class V2Features:
             float(f.prob_obs_enemy),
             f.fully_observable,
             f.action_mask,
+        )
+        self.set_map(np.ones(map_size, dtype=bool))  # SMACv2's 32x32_flat: flat, walkable (docs/smacv2.md)
+
+    def set_map(self, pathing_grid: np.ndarray, terrain_height: np.ndarray | None = None) -> None:
+        """The map the observations read: its size, pathing grid and heights, [x][y] (the game reports them;
+        the embedded engine uses a flat, walkable map)."""
+        grid = np.asarray(pathing_grid, dtype=bool)
+        height = np.zeros(grid.shape) if terrain_height is None else np.asarray(terrain_height, dtype=float)
+        self._shared = (
+            _padded(grid, False, bool),  # moves off the map are unavailable
+            _padded(grid, True, bool),  # SMAC's pathing obs reads 1 off the map
+            _padded(height, 1.0, float),
+            _PAD,
+            _SURROUND,
+            (MOVE_AMOUNT / 2) * _DIRS,
+            float(grid.shape[0]),
+            float(grid.shape[1]),
+            *self._options,
         )
 
     def set_env(self, e: int, ally_types: tuple[str, ...], enemy_types: tuple[str, ...], seed: int) -> None:
