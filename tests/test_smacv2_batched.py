@@ -130,7 +130,6 @@ def test_the_factory_gives_the_batched_path_and_exact_resume_of_the_draws() -> N
     venv.reset([0, 1, 2])
     row1.reset()
     assert venv.call(1, "get_stats") == row1.get_stats()  # row r is the factory's env r
-    assert EnvFactory("sc2", "terran_5_vs_5", "sc2", {}, seed=2, offset=5).batched(3) is None  # the game
     # exact resume: restore the generators into a new batch and the next episodes are the same
     states = venv.rng_states()
     fresh = EnvFactory("sc2", "terran_5_vs_5", "sim", {"prob_obs_enemy": 0.5}, seed=7, offset=0).batched(3)

@@ -411,9 +411,10 @@ def batched_sc2_vector_env(map_name: str, backend: str, n_envs: int, seed: int, 
     from marl.envs.smac.sc2 import resolve_backend
 
     if is_scenario(map_name):
+        from marl.envs.smac.sc2.install import resolve_gen_backend
         from marl.envs.smac.smacv2.batched import BatchedSMACv2VectorEnv
 
-        if backend not in ("sim", "auto"):
+        if resolve_gen_backend(backend)[0] != "sim":
             return None
         return BatchedSMACv2VectorEnv(map_name, n_envs, seed, **args)
     if resolve_backend(backend, map_name)[0] != "sim":

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from marl.envs.smac.env import _ANNOUNCED, BACKENDS, StarCraft2Env
+from marl.envs.smac import env as smac_env
+from marl.envs.smac.env import BACKENDS, StarCraft2Env
 from marl.envs.smac.features import SmacFeatures, Units
 from marl.envs.smac.sc2.install import resolve_gen_backend
 from marl.envs.smac.smacv2.capability import scenario_from_capability_config
@@ -113,8 +114,8 @@ class SMACv2Env(StarCraft2Env):
         else:
             requested = backend
             backend, why = resolve_gen_backend(backend)  # "sc2" without the game: the install hint, now
-            if requested == "auto" and why not in _ANNOUNCED:  # once per process, as StarCraft2Env
-                _ANNOUNCED.add(why)
+            if requested == "auto" and why not in smac_env._ANNOUNCED:  # once per process, as StarCraft2Env
+                smac_env._ANNOUNCED.add(why)
                 print(why, flush=True)
         if capability_config is not None:
             if n_units is not None or n_enemies is not None:
