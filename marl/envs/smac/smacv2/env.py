@@ -290,7 +290,8 @@ class SMACv2Env(StarCraft2Env):
     def feature_bounds(self) -> dict[str, tuple[float, float]]:
         """Bounds over every team the scenario can draw: observations lie in [-1, 1] (with
         ``fully_observable`` distances reach the map diagonal over the shortest sight range); the state as
-        :meth:`StarCraft2Env.feature_bounds`, over all of the race's unit types."""
+        :meth:`StarCraft2Env.feature_bounds`, over all of the race's unit types (on the game: unbounded
+        above)."""
         from marl.envs.smac.options import DEFAULT_MAX_COOLDOWN, MAX_COOLDOWN
         from marl.envs.smac.sim.units import CD_JITTER_HI, COOLDOWN, PROPS, type_ids
 
@@ -298,6 +299,8 @@ class SMACv2Env(StarCraft2Env):
         obs_lim = 1.0
         if self.v2.fully_observable:
             obs_lim = float(np.hypot(*self.scenario.map_size) / unit_ranges(types, self.v2)[0].min())
+        if self.backend != "sim":  # the game's largest weapon cooldown is not known here
+            return {"obs": (-obs_lim, obs_lim), "state": (-1.0, np.inf)}
         fighters = tuple(t for t in types if t != "medivac")
         cd_max = PROPS[type_ids(fighters), COOLDOWN] + CD_JITTER_HI
         norm = np.array([MAX_COOLDOWN.get(t, DEFAULT_MAX_COOLDOWN) for t in fighters])
