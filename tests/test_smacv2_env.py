@@ -276,3 +276,24 @@ def test_smacv2_capability_config_form() -> None:
             SMACv2Env("10gen_terran", capability_config=cfg)
     with pytest.raises(ValueError, match="10gen_protoss"):
         SMACv2Env("protoss_5_vs_5", capability_config=_cap())
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_an_attack_out_of_range_sends_no_command_as_smacv2(compiled: bool) -> None:
+    """With action_mask=False an agent may pick an enemy out of its attack range; SMACv2 then sends no
+    command (get_agent_action returns None when get_can_shoot fails): the agent keeps its order (here: idle),
+    exactly as if it had stopped, while last_action records the chosen attack."""
+    a = SMACv2Env("protoss_5_vs_5", seed=2, action_mask=False, compiled=compiled)
+    b = SMACv2Env("protoss_5_vs_5", seed=2, action_mask=False, compiled=compiled)
+    a.reset()
+    b.reset()
+    t = a.unit_table
+    d = np.linalg.norm(t.enemies.pos[None] - t.allies.pos[:, None], axis=2)  # (agent, enemy)
+    i, j = np.unravel_index(np.argmax(d), d.shape)
+    assert d[i, j] > 7.0 and a.get_avail_actions()[i][6 + j] == 1  # far, yet selectable
+    acts = [1] * 5
+    acts[i] = 6 + int(j)
+    a.step(acts)
+    b.step([1] * 5)
+    np.testing.assert_array_equal(a.unit_table.allies.pos, b.unit_table.allies.pos)
+    assert a.last_action[i, 6 + j] == 1

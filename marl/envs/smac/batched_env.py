@@ -110,6 +110,10 @@ class BatchedStarCraft2Env:
         """Step the engine (the envs of ``mask``, None = all); the units of every env."""
         return self.engine.step(actions_EN, mask).units()
 
+    def _engine_actions(self, actions_BN: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """What the engine runs for the actions of the envs ``rows`` (SMAC: the actions themselves)."""
+        return actions_BN
+
     def _reward_and_end(self, prev: Any, cur: Any, dead: np.ndarray, rows: np.ndarray) -> tuple:
         """(reward before the end bonus, end code, dead allies, dead enemies) of the envs ``rows``."""
         return self.features.reward_and_end(prev, cur, dead)
@@ -159,6 +163,7 @@ class BatchedStarCraft2Env:
             sub = f.batch_heuristic(
                 u, [self._targets[e] for e in rows], self._avail[rows], o.heuristic_rest, f.batch_geometry(u)
             )
+        sub = self._engine_actions(sub, rows)
         if idx is None:
             full = sub
         else:

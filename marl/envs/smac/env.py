@@ -128,6 +128,10 @@ class StarCraft2Env(MultiAgentEnv):
         self._set_table(table)
         return self.get_obs(), self.get_state()
 
+    def _engine_actions(self, acts: np.ndarray) -> np.ndarray:
+        """What the engine runs for the agents' actions ``acts`` (SMAC: the actions themselves)."""
+        return acts.copy()
+
     def _adopt_game_map(self, spec: MapSpec) -> None:
         """The real game: SMAC reads the pathing grid and heights from the game, not the map file."""
         self.spec = spec
@@ -151,7 +155,7 @@ class StarCraft2Env(MultiAgentEnv):
             )[0]
         prev = self._units
         try:
-            table = self._engine.step(acts.copy())
+            table = self._engine.step(self._engine_actions(acts))
         except EpisodeAborted:  # the connection failed and SC2 was relaunched: SMAC returns (0, True, {})
             self._terminated = True
             self._episode_count += 1

@@ -144,6 +144,9 @@ class BatchedSMACv2Env(BatchedStarCraft2Env):
         self.engine.step(actions_EN, np.ones(self.n_envs, dtype=bool) if mask is None else mask)
         return self.engine.units()
 
+    def _engine_actions(self, actions_BN: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        return self.fast.engine_actions(actions_BN, rows)
+
     def _reward_and_end(self, prev: Units, cur: Units, dead: np.ndarray, rows: np.ndarray) -> tuple:
         return self.fast.reward_and_end(prev, cur, dead, rows)
 

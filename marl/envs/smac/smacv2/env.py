@@ -21,7 +21,7 @@ from marl.envs.smac.features import SmacFeatures, Units
 from marl.envs.smac.sc2.install import resolve_gen_backend
 from marl.envs.smac.smacv2.capability import scenario_from_capability_config
 from marl.envs.smac.smacv2.distributions import draw_teams, surrounded_and_reflect
-from marl.envs.smac.smacv2.fast import V2Features
+from marl.envs.smac.smacv2.fast import V2Features, drop_unshootable
 from marl.envs.smac.smacv2.features import V2Flags, V2Observer, unit_ranges, v2_sizes
 from marl.envs.smac.smacv2.scenarios import RACE_LETTER, Scenario, get_scenario
 from marl.envs.smac.types import GEN_RL_UNIT_ORDER, MEDIVAC_MAP_TYPES, EnemyOrder, MapSpec, UnitGroup
@@ -242,7 +242,7 @@ class SMACv2Env(StarCraft2Env):
         pos, health, shield = u.pos[0], u.health[0], u.shield[0]
         move = self._avail[:, :6]
         ob = self._observer
-        true_avail = ob.avail(pos, health, move, check_range=True)
+        true_avail = self._true_avail = ob.avail(pos, health, move, check_range=True)
         self._avail = true_avail if self.v2.action_mask else ob.avail(pos, health, move, check_range=False)
         if self._episode_steps == 0:
             ob.new_episode()
@@ -255,6 +255,13 @@ class SMACv2Env(StarCraft2Env):
         )  # fmt: skip
         if self.opts.obs_instead_of_state:
             self._state = self._obs.reshape(-1).copy()
+
+    def _engine_actions(self, acts: np.ndarray) -> np.ndarray:
+        """SMACv2 sends no command for an attack/heal whose target is out of range (``action_mask=False``
+        lets agents choose one): the engine gets a no-op, and ``last_action`` keeps the chosen action."""
+        if self.compiled:
+            return self._fast.engine_actions(acts[None], np.zeros(1, dtype=np.int64))[0]
+        return drop_unshootable(acts[None], self._true_avail[None])[0]
 
     def save_replay(self) -> str:
         """As :meth:`StarCraft2Env.save_replay`, drawing the previous episode with its own team."""

@@ -23,6 +23,15 @@ from marl.envs.smac.threads import resolve_threads, with_threads
 from marl.envs.smac.types import MEDIVAC_MAP_TYPES
 
 
+def drop_unshootable(actions_BN: np.ndarray, true_avail_BNA: np.ndarray) -> np.ndarray:
+    """``actions_BN`` with every attack/heal (action >= 6) that the range-checked availability
+    ``true_avail_BNA`` refuses replaced by the no-op 0 (a copy)."""
+    a = np.array(actions_BN, dtype=np.int64)
+    ok = np.take_along_axis(true_avail_BNA, a[..., None], axis=-1)[..., 0]
+    a[(a >= 6) & (ok == 0)] = 0
+    return a
+
+
 class V2Features:
     """Per-env unit-type arrays, EPO tags and observation streams of E envs of one SMACv2 race and size, and
     the arrays the kernels fill (``avail`` (E, n, A) int64, ``obs`` (E, n, O) and ``state`` (E, S) float32).
@@ -63,6 +72,7 @@ class V2Features:
         self.rng = np.zeros(E, dtype=np.uint64)  # each env's observation stream (SplitMix64 state)
         A, O, S = self.sizes["n_actions"], self.sizes["obs"], self.sizes["state"]
         self.avail = np.zeros((E, n, A), dtype=np.int64)
+        self.true_avail = np.zeros((E, n, A), dtype=np.int64)  # range-checked whatever action_mask says
         self.obs = np.zeros((E, n, O), dtype=np.float32)
         self._kstate = np.zeros((E, 0 if opts.obs_instead_of_state else S), dtype=np.float32)
         self.state = np.zeros((E, S), dtype=np.float32) if opts.obs_instead_of_state else self._kstate
@@ -143,13 +153,28 @@ class V2Features:
             self.tag_owner,
             self.rng,
         )
-        args = (active, self.n_agents, per_env, self._shared, self.avail, self.obs, self._kstate)
+        args = (
+            active,
+            self.n_agents,
+            per_env,
+            self._shared,
+            self.true_avail,
+            self.avail,
+            self.obs,
+            self._kstate,
+        )
         if self.threads > 1 and self.n_envs > 1:
             with_threads(self.threads, v2_observe_kernel_parallel, *args)
         else:
             v2_observe_kernel(*args)
         if self.opts.obs_instead_of_state:
             self.state[active] = self.obs[active].reshape(int(active.sum()), -1)
+
+    def engine_actions(self, actions_BN: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The actions the engine runs for the envs ``rows``: SMACv2 sends no command for an attack (a
+        Medivac's heal) whose target is out of range (``get_agent_action`` after ``get_can_shoot``), which
+        matters with ``action_mask=False``; such an action becomes a no-op (the unit keeps its order)."""
+        return drop_unshootable(actions_BN, self.true_avail[rows])
 
     def reward_and_end(
         self, prev: Units, cur: Units, dead: np.ndarray, rows: np.ndarray

@@ -46,23 +46,23 @@ def _epo_bookkeeping(e, n, health, steps, obs_enemies, tag_owner):
 
 @njit(cache=True)
 def _avail_env(e, n, pos, health, medivac, shoot, walk_in, pad, dirs, action_mask, true_avail, avail):
-    """Env ``e``'s availability: ``true_avail`` (n, A) range-checked (SMACv2's
-    ``get_true_avail_agent_actions``) and ``avail[e]`` (range-checked only with ``action_mask``)."""
+    """Env ``e``'s availability: ``true_avail[e]`` range-checked (SMACv2's ``get_true_avail_agent_actions``)
+    and ``avail[e]`` (range-checked only with ``action_mask``)."""
     m = pos.shape[1] - n
     for i in range(n):
-        true_avail[i] = 0
+        true_avail[e, i] = 0
         if health[e, i] <= 0:
-            true_avail[i, 0] = 1
+            true_avail[e, i, 0] = 1
             avail[e, i, 0] = 1
             continue
         px, py = pos[e, i, 0], pos[e, i, 1]
-        true_avail[i, 1] = 1
+        true_avail[e, i, 1] = 1
         avail[e, i, 1] = 1
         for d in range(4):
             x = int(np.trunc(px + dirs[d, 0]))
             y = int(np.trunc(py + dirs[d, 1]))
-            true_avail[i, 2 + d] = _cell(walk_in, x, y, pad)
-            avail[e, i, 2 + d] = true_avail[i, 2 + d]
+            true_avail[e, i, 2 + d] = _cell(walk_in, x, y, pad)
+            avail[e, i, 2 + d] = true_avail[e, i, 2 + d]
         # a Medivac's action 6 + j heals ally j (living, not a Medivac); others attack enemy j (living)
         lo, cnt = (0, n) if medivac[e, i] else (n, m)
         for j in range(cnt):
@@ -72,7 +72,7 @@ def _avail_env(e, n, pos, health, medivac, shoot, walk_in, pad, dirs, action_mas
             dx = pos[e, k, 0] - px
             dy = pos[e, k, 1] - py
             in_range = np.sqrt(dx * dx + dy * dy) <= shoot[e, i]
-            true_avail[i, 6 + j] = in_range
+            true_avail[e, i, 6 + j] = in_range
             avail[e, i, 6 + j] = in_range or not action_mask
 
 
@@ -100,7 +100,7 @@ def _obs_agent(
     """The observation ``o`` (O,) of living agent ``i`` of env ``e`` (layout: smacv2/features.py)."""
     U = pos.shape[1]
     m = U - n
-    A = true_avail.shape[1]
+    A = true_avail.shape[2]
     b = ally_onehot.shape[2]
     hs = (1 + s) if all_health else 0
     fe = 4 + hs + b
@@ -112,7 +112,7 @@ def _obs_agent(
         dist[k] = np.sqrt(dx[k] * dx[k] + dy[k] * dy[k])
     r = sight[e, i]
     for d in range(4):  # the move block: SMAC's (4 move flags, pathing, heights)
-        o[d] = true_avail[i, 2 + d]
+        o[d] = true_avail[e, i, 2 + d]
     col = 4
     cx, cy = int(np.trunc(px)), int(np.trunc(py))
     if obs_path:
@@ -134,7 +134,7 @@ def _obs_agent(
         k = n + j
         if health[e, k] > 0 and (dist[k] < r or fully_obs):
             c = col + j * fe
-            o[c] = true_avail[i, 6 + j]
+            o[c] = true_avail[e, i, 6 + j]
             o[c + 1] = dist[k] / r
             o[c + 2] = dx[k] / r
             o[c + 3] = dy[k] / r
@@ -228,13 +228,12 @@ def _observe_env(e, n, per_env, shared, true_avail, dist, dx, dy, order, avail, 
 
 
 @njit(cache=True)
-def v2_observe_kernel(active, n, per_env, shared, avail, obs, state):
-    """Availability (E, n, A) int64, observations (E, n, O) float32 and state (E, S) float32 (0 columns
-    with obs_instead_of_state) of the envs with ``active[e]``, in place; the EPO tags and observation
-    streams in ``per_env`` advance. ``per_env``/``shared``: the tuples built by ``V2Features``."""
+def v2_observe_kernel(active, n, per_env, shared, true_avail, avail, obs, state):
+    """Availability (E, n, A) int64 (``true_avail`` range-checked, ``avail`` the action mask), observations
+    (E, n, O) float32 and state (E, S) float32 (0 columns with obs_instead_of_state) of the envs with
+    ``active[e]``, in place; the EPO tags and observation streams in ``per_env`` advance.
+    ``per_env``/``shared``: the tuples built by ``V2Features``."""
     U = per_env[0].shape[1]
-    A = avail.shape[2]
-    true_avail = np.zeros((n, A), dtype=np.int64)
     dist, dx, dy = np.empty(U), np.empty(U), np.empty(U)
     order = np.empty(n, dtype=np.int64)
     for e in range(active.shape[0]):
@@ -243,14 +242,12 @@ def v2_observe_kernel(active, n, per_env, shared, avail, obs, state):
 
 
 @njit(cache=True, parallel=True)
-def v2_observe_kernel_parallel(active, n, per_env, shared, avail, obs, state):
+def v2_observe_kernel_parallel(active, n, per_env, shared, true_avail, avail, obs, state):
     """:func:`v2_observe_kernel` with the envs spread over Numba's threads (each env owns its stream and
     scratch, so the results are the same)."""
     U = per_env[0].shape[1]
-    A = avail.shape[2]
     for e in prange(active.shape[0]):
         if active[e]:
-            true_avail = np.zeros((n, A), dtype=np.int64)
             dist, dx, dy = np.empty(U), np.empty(U), np.empty(U)
             order = np.empty(n, dtype=np.int64)
             _observe_env(e, n, per_env, shared, true_avail, dist, dx, dy, order, avail, obs, state)
