@@ -69,6 +69,7 @@ def _play(name: str, n: int, seed: int, steps: int, limit: int | None = None, th
         ("protoss_5_vs_5", {}),
         ("terran_10_vs_11", dict(prob_obs_enemy=0.5, action_mask=False)),  # EPO and a Medivac race
         ("zerg_10_vs_10", dict(prob_obs_enemy=0.0, obs_last_action=True)),
+        ("protoss_10_vs_11", dict(conic_fov=True, action_mask=False)),
     ],
 )
 def test_batched_env_equals_per_row_envs_over_many_episodes(name: str, flags: dict) -> None:

@@ -7,21 +7,25 @@ import pytest
 
 from marl.envs.smac.options import SmacOptions
 from marl.envs.smac.smacv2.env import SMACv2Env
-from marl.envs.smac.smacv2.features import V2Flags, V2Observer
+from marl.envs.smac.smacv2.features import V2Flags
+from marl.envs.smac.smacv2.observer import V2Observer
 from marl.envs.smac.smacv2.scenarios import SCENARIOS, list_scenarios
 from marl.registry import build
 
 
-def smacv2_sizes(n_agents: int, n_enemies: int, race: str, last_action: bool = False, own_pos: bool = True):
+def smacv2_sizes(
+    n_agents: int, n_enemies: int, race: str, last_action: bool = False, own_pos: bool = True, n_fov: int = 0
+):
     """Transcription of smacv2 StarCraft2Env.get_obs_size / get_state_size / n_actions on a 10gen map
-    (unit_type_bits 3, team_gen observe, obs_all_health, no stochastic capabilities, no conic_fov)."""
-    shield, bits = int(race == "protoss"), 3
-    n_actions = 4 + 0 + 2 + n_enemies  # n_actions_move + n_fov_actions + 2, + n_enemies
+    (unit_type_bits 3, team_gen observe, obs_all_health, no stochastic capabilities; ``n_fov`` the
+    num_fov_actions of conic_fov, 0 without it)."""
+    shield, bits, conic = int(race == "protoss"), 3, int(n_fov > 0)
+    n_actions = 4 + n_fov + 2 + n_enemies  # n_actions_move + n_fov_actions + 2, + n_enemies
     n_enemy_feats = 4 + bits + 1 + shield  # get_obs_enemy_feats_size
     n_ally_feats = 4 + 1 + shield + n_actions * last_action + bits  # get_obs_ally_feats_size
-    own = bits + 1 + shield + 2 * own_pos  # get_obs_own_feats_size
+    own = bits + 1 + shield + 2 * own_pos + 2 * conic  # get_obs_own_feats_size
     obs = 4 + n_enemies * n_enemy_feats + (n_agents - 1) * n_ally_feats + own
-    nf_al = 4 + shield + bits  # ally_state_attr_names + capability_attr_names
+    nf_al = 4 + shield + 2 * conic + bits  # ally_state_attr_names (fov_x, fov_y) + capability_attr_names
     nf_en = 3 + shield + bits  # enemy_state_attr_names
     state = n_agents * nf_al + n_enemies * nf_en + n_agents * n_actions  # state_last_action
     return obs, state, n_actions
@@ -158,8 +162,8 @@ def test_medivac_heals_allies_and_bad_options() -> None:
     avail = ob.avail(pos, np.full(4, 45.0), np.tile([0, 1, 1, 1, 1, 1], (2, 1)), check_range=True)
     assert avail[1, 6:].tolist() == [1, 0]  # heals marine 0 (range max(4, 2)), never itself
     assert avail[0, 6:].tolist() == [1, 0]  # marine range 5
-    with pytest.raises(ValueError, match="conic_fov"):
-        SMACv2Env("protoss_5_vs_5", conic_fov=True)
+    with pytest.raises(ValueError, match="num_fov_actions"):
+        SMACv2Env("protoss_5_vs_5", conic_fov=True, num_fov_actions=0)
     with pytest.raises(ValueError, match="unknown SMAC backend 'game'; allowed: sim, auto, sc2"):
         SMACv2Env("protoss_5_vs_5", backend="game")
     with pytest.raises(ValueError, match="unknown SMACv2 scenario"):
@@ -297,3 +301,39 @@ def test_an_attack_out_of_range_sends_no_command_as_smacv2(compiled: bool) -> No
     b.step([1] * 5)
     np.testing.assert_array_equal(a.unit_table.allies.pos, b.unit_table.allies.pos)
     assert a.last_action[i, 6 + j] == 1
+
+
+def test_conic_field_of_view_as_smacv2() -> None:
+    """conic_fov: SMACv2's sizes, actions 6..6+F-1 turn the cone (no command to the engine), the cone test
+    of is_position_in_cone, the own direction in the observation and the state."""
+    from marl.envs.smac.smacv2.reference import fov_directions, in_cone
+
+    h = np.pi / 12  # half of SMACv2's conic_fov_angle 2 pi / 12
+    assert in_cone(0, 0, 1, 0, 5, np.tan(0.9 * h) * 5, 9, h) and not in_cone(
+        0, 0, 1, 0, 5, np.tan(1.1 * h) * 5, 9, h
+    )
+    assert not in_cone(0, 0, 1, 0, 9.5, 0, 9, h)  # beyond the range
+    assert in_cone(0, 0, 1, 0, -5, 0.1, 9, h)  # SMACv2 compares arctangents: the opposite side counts too
+    assert in_cone(0, 0, 0, 1, 0.1, 5, 9, h) and not in_cone(0, 0, 0, 1, -3, 0.1, 9, h)
+    np.testing.assert_allclose(fov_directions(4), [[1, 0], [0, 1], [-1, 0], [0, -1]], atol=1e-12)
+    for name in ("protoss_5_vs_5", "terran_10_vs_11"):
+        sc = SCENARIOS[name]
+        env = SMACv2Env(name, seed=0, conic_fov=True)
+        want = smacv2_sizes(sc.n_units, sc.n_enemies, sc.race, n_fov=12)
+        assert (env.get_obs_size(), env.get_state_size(), env.n_actions) == want
+    env = SMACv2Env("protoss_5_vs_5", seed=1, conic_fov=True, num_fov_actions=4)
+    still = SMACv2Env("protoss_5_vs_5", seed=1, conic_fov=True, num_fov_actions=4)
+    obs, _ = env.reset()
+    still.reset()
+    own = slice(-5, -3)  # own direction: after the own position, before the 3 type bits
+    assert all((o[own] == [1, 0]).all() for o in obs)  # every agent faces (1, 0) at reset
+    avail = np.array(env.get_avail_actions())
+    assert (avail[:, 6:10] == 1).all()  # the 4 turns are always available to the living
+    env.step([7, 8, 9, 6, 1])  # turn to directions 1, 2, 3, 0; agent 4 stops
+    still.step([1] * 5)
+    np.testing.assert_array_equal(env.unit_table.allies.pos, still.unit_table.allies.pos)  # no command
+    obs = env.get_obs()
+    np.testing.assert_allclose([o[own] for o in obs[:4]], fov_directions(4)[[1, 2, 3, 0]], atol=1e-7)
+    allies = env.get_state_dict()["allies"]
+    np.testing.assert_allclose(allies[:4, 5:7], fov_directions(4)[[1, 2, 3, 0]], atol=1e-7)
+    assert env.action_name(0, 7) == "turn field of view 1" and env.action_name(0, 10) == "attack enemy 0"

@@ -19,6 +19,9 @@ CASES = [
     ("zerg_10_vs_10", dict(use_unit_ranges=False, obs_own_pos=False, obs_all_health=False)),
     ("protoss_5_vs_5", dict(obs_instead_of_state=True, state_last_action=False, reward_sparse=True)),
     ("terran_10_vs_11", dict(obs_all_health=False, obs_own_health=False, min_attack_range=4.0)),
+    ("protoss_10_vs_10", dict(conic_fov=True, obs_last_action=True)),  # SMACv2's conic field of view
+    ("terran_5_vs_5", dict(conic_fov=True, num_fov_actions=6, action_mask=False, prob_obs_enemy=0.5)),
+    ("zerg_10_vs_11", dict(conic_fov=True, fully_observable=True, state_timestep_number=True)),
 ]
 
 

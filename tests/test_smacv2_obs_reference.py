@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from marl.envs.smac.options import MAX_SHIELD, SmacOptions
-from marl.envs.smac.smacv2.features import V2Flags, V2Observer, visiting_order
+from marl.envs.smac.smacv2.features import V2Flags, visiting_order
+from marl.envs.smac.smacv2.observer import V2Observer
 
 ORDER = {"P": ("stalker", "zealot", "colossus"), "T": ("marine", "marauder", "medivac")}
 

@@ -130,7 +130,7 @@ class StarCraft2Env(MultiAgentEnv):
 
     def _engine_actions(self, acts: np.ndarray) -> np.ndarray:
         """What the engine runs for the agents' actions ``acts`` (SMAC: the actions themselves)."""
-        return acts.copy()
+        return acts
 
     def _adopt_game_map(self, spec: MapSpec) -> None:
         """The real game: SMAC reads the pathing grid and heights from the game, not the map file."""
@@ -154,15 +154,16 @@ class StarCraft2Env(MultiAgentEnv):
                 self.features.batch_geometry(self._units),
             )[0]
         prev = self._units
+        engine_acts = self._engine_actions(acts)
         try:
-            table = self._engine.step(self._engine_actions(acts))
+            table = self._engine.step(engine_acts.copy())
         except EpisodeAborted:  # the connection failed and SC2 was relaunched: SMAC returns (0, True, {})
             self._terminated = True
             self._episode_count += 1
             return 0.0, True, {}
         self._check_table(table)
         self._episode_steps += 1
-        self._frames.append((table.copy(), acts))
+        self._frames.append((table.copy(), engine_acts))
         self._set_table(table)
 
         reward_E, code_E, dead_a, dead_e = self.features.reward_and_end(prev, self._units, self._dead)

@@ -78,6 +78,7 @@ def observe_kernel(
     dist = np.empty(U)
     dx = np.empty(U)
     dy = np.empty(U)
+    no_fov = np.zeros((n, 2))  # SMAC has no field of view (fill_state's conic=False)
     for e in range(E):
         h = hmax[e] if per_env_max else hmax[0]
         for i in range(n):
@@ -179,7 +180,7 @@ def observe_kernel(
             fill_state(
                 e, n, pos, health, shield, cooldown, energy, h, last_action, steps, medivac, ally_onehot,
                 enemy_onehot, ally_max_shield, enemy_max_shield, ally_max_cd, map_x, map_y, episode_limit,
-                state_last, state_time, s_a, s_e, state[e],
+                state_last, state_time, s_a, s_e, no_fov, False, state[e],
             )  # fmt: skip
 
 
@@ -208,14 +209,18 @@ def fill_state(
     state_time,
     s_a,
     s_e,
+    fov,
+    conic,
     st,
 ):
     """SMAC's state of env ``e`` into ``st`` (S,), zeroed by the caller (layout as features.py); ``h`` (U,)
-    health maxima, the per-unit arrays are this env's."""
+    health maxima, the per-unit arrays are this env's. With ``conic`` (SMACv2's conic_fov) each agent's row
+    also holds its field-of-view direction ``fov`` (n, 2) after its shield."""
     m = pos.shape[1] - n
     A = last_action.shape[2]
     b = ally_onehot.shape[1]
-    fsa = 4 + s_a + b
+    c2 = 2 if conic else 0
+    fsa = 4 + s_a + c2 + b
     fse = 3 + s_e + b
     cx, cy = map_x / 2, map_y / 2
     for i in range(n):
@@ -227,8 +232,11 @@ def fill_state(
             st[base + 3] = (pos[e, i, 1] - cy) / map_y
             if s_a:
                 st[base + 4] = shield[e, i] / ally_max_shield[i]
+            if conic:
+                st[base + 4 + s_a] = fov[i, 0]
+                st[base + 5 + s_a] = fov[i, 1]
             for t in range(b):
-                st[base + 4 + s_a + t] = ally_onehot[i, t]
+                st[base + 4 + s_a + c2 + t] = ally_onehot[i, t]
     off = n * fsa
     for j in range(m):
         k = n + j

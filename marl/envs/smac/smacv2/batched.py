@@ -165,10 +165,13 @@ class BatchedSMACv2Env(BatchedStarCraft2Env):
     # ------------------------------------------------------------------ info
     def action_name(self, agent_id: int, action: int, env: int = 0) -> str:
         """Readable name of an action of one agent in env ``env`` (whose team decides heal or attack)."""
+        f = self.v2.n_fov
         if action < 6:
             return super().action_name(agent_id, action)
+        if action < 6 + f:
+            return f"turn field of view {action - 6}"
         kind = "heal ally" if self.fast.medivac[env, agent_id] else "attack enemy"
-        return f"{kind} {action - 6}"
+        return f"{kind} {action - 6 - f}"
 
     def get_env_info(self) -> dict[str, Any]:
         """``SMACv2Env.get_env_info()`` (the same for every env)."""

@@ -21,8 +21,10 @@ from marl.envs.smac.features import SmacFeatures, Units
 from marl.envs.smac.sc2.install import resolve_gen_backend
 from marl.envs.smac.smacv2.capability import scenario_from_capability_config
 from marl.envs.smac.smacv2.distributions import draw_teams, surrounded_and_reflect
-from marl.envs.smac.smacv2.fast import V2Features, drop_unshootable
-from marl.envs.smac.smacv2.features import V2Flags, V2Observer, unit_ranges, v2_sizes
+from marl.envs.smac.smacv2.fast import V2Features
+from marl.envs.smac.smacv2.features import V2Flags, unit_ranges, v2_sizes
+from marl.envs.smac.smacv2.observer import V2Observer
+from marl.envs.smac.smacv2.reference import engine_actions, v2_state
 from marl.envs.smac.smacv2.scenarios import RACE_LETTER, Scenario, get_scenario
 from marl.envs.smac.types import GEN_RL_UNIT_ORDER, MEDIVAC_MAP_TYPES, EnemyOrder, MapSpec, UnitGroup
 
@@ -78,10 +80,10 @@ class SMACv2Env(StarCraft2Env):
     ``n_enemies`` override its counts as SMACv2's capability config does. SMACv2's own form also works:
     ``map_name="10gen_<race>"`` with ``capability_config`` (SMACv2's dict; :mod:`.capability`), or without it
     the race's example config (5 vs 5). SMACv2's flags (``obs_own_pos``, ``use_unit_ranges``,
-    ``min_attack_range``, ``prob_obs_enemy``, ``fully_observable``, ``action_mask``, ``conic_fov``) default to
-    its standard configs; the other flags are SMAC's. ``compiled=False`` computes availability,
-    observations, state and reward with the NumPy reference instead of the compiled kernels (same numbers;
-    :mod:`.fast`).
+    ``min_attack_range``, ``prob_obs_enemy``, ``fully_observable``, ``action_mask``, ``conic_fov``,
+    ``num_fov_actions``) default to its standard configs; the other flags are SMAC's. ``compiled=False``
+    computes availability, observations, state and reward with the NumPy reference instead of the compiled
+    kernels (same numbers; :mod:`.fast`).
 
     ``backend``: "sim" (the embedded engine, default), "sc2" (the real game through pysc2 with SMACv2's map
     32x32_flat: :class:`~marl.envs.smac.sc2.gen_engine.Sc2GenEngine`) or "auto" (the game when it and the map
@@ -102,6 +104,7 @@ class SMACv2Env(StarCraft2Env):
         fully_observable: bool = False,
         action_mask: bool = True,
         conic_fov: bool = False,
+        num_fov_actions: int = 12,
         capability_config: dict[str, Any] | None = None,
         compiled: bool = True,
         engine: Any | None = None,
@@ -125,7 +128,7 @@ class SMACv2Env(StarCraft2Env):
             self.scenario = get_scenario(map_name, n_units, n_enemies)
         self.v2 = V2Flags(
             obs_own_pos, use_unit_ranges, float(min_attack_range), float(prob_obs_enemy), fully_observable,
-            action_mask, conic_fov,
+            action_mask, conic_fov, num_fov_actions,
         )  # fmt: skip
         self.compiled = bool(compiled)
         self._rng = np.random.default_rng(seed)
@@ -237,31 +240,48 @@ class SMACv2Env(StarCraft2Env):
                 fast.state[0].copy(),
             )
             return
-        super()._set_table(table)  # the NumPy reference: SMAC's move block and state, then SMACv2's rules
-        u = self._units
+        self._set_table_reference(table)
+
+    def _set_table_reference(self, table: Any) -> None:
+        """The NumPy reference: SMAC's move block (``features_ref``), SMACv2's mask, observations (with the
+        EPO bookkeeping) and state (:class:`V2Observer`, :func:`.reference.v2_state`)."""
+        self._table = table
+        self._units = u = Units.from_table(table)
+        f, ob, steps = self.features, self._observer, self._episode_steps
+        geo = f.batch_geometry(u)
+        smac_avail = f.batch_avail(u, geo)
+        no_last = np.zeros((1, self.n_agents, f.n_actions), dtype=np.float32)  # the move block ignores it
+        move_block = f.batch_obs(u, smac_avail, no_last, np.array([steps]), geo)[0, :, : ob.move_size]
         pos, health, shield = u.pos[0], u.health[0], u.shield[0]
-        move = self._avail[:, :6]
-        ob = self._observer
-        true_avail = self._true_avail = ob.avail(pos, health, move, check_range=True)
-        self._avail = true_avail if self.v2.action_mask else ob.avail(pos, health, move, check_range=False)
-        if self._episode_steps == 0:
+        if steps == 0:
             ob.new_episode()
         else:
             ob.after_step(health)
-        v1_move = self._obs[:, : ob.move_size]
+        move = smac_avail[0, :, :6]
+        true_avail = self._true_avail = ob.avail(pos, health, move, check_range=True)
+        self._avail = true_avail if self.v2.action_mask else ob.avail(pos, health, move, check_range=False)
+        frac = steps / self.episode_limit
         self._obs = ob.observe(
-            pos, health, u.health_max, shield, v1_move, true_avail, self.last_action,
-            self._episode_steps / self.episode_limit, self._obs_rng,
-        )  # fmt: skip
+            pos, health, u.health_max, shield, move_block, true_avail, self.last_action, frac, self._obs_rng
+        )
         if self.opts.obs_instead_of_state:
             self._state = self._obs.reshape(-1).copy()
+            return
+        sp, fov = self.spec, ob.fov if self.v2.conic_fov else None
+        self._state = v2_state(
+            pos, health, u.health_max, shield, u.cooldown[0], u.energy[0], sp.ally_types, sp.enemy_types,
+            f.ally_onehot, f.enemy_onehot, ob.medivac, fov, self.last_action, frac, sp.map_size, ob.shield,
+            self.opts,
+        )  # fmt: skip
 
     def _engine_actions(self, acts: np.ndarray) -> np.ndarray:
-        """SMACv2 sends no command for an attack/heal whose target is out of range (``action_mask=False``
-        lets agents choose one): the engine gets a no-op, and ``last_action`` keeps the chosen action."""
+        """Turn the fields of view (conic_fov) and give the engine what SMACv2 sends the game: no command for
+        a turn nor for an attack/heal out of range or cone (``action_mask=False`` lets agents choose one);
+        ``last_action`` keeps the chosen actions."""
         if self.compiled:
             return self._fast.engine_actions(acts[None], np.zeros(1, dtype=np.int64))[0]
-        return drop_unshootable(acts[None], self._true_avail[None])[0]
+        self._observer.turn(acts)
+        return engine_actions(acts[None], self._true_avail[None], self.v2.n_fov)[0]
 
     def save_replay(self) -> str:
         """As :meth:`StarCraft2Env.save_replay`, drawing the previous episode with its own team."""
@@ -282,7 +302,29 @@ class SMACv2Env(StarCraft2Env):
         return self._sizes["state"]
 
     def get_obs_own_feats_size(self) -> int:
-        return super().get_obs_own_feats_size() + 2 * self.v2.obs_own_pos
+        return super().get_obs_own_feats_size() + 2 * self.v2.obs_own_pos + 2 * self.v2.conic_fov
+
+    def action_name(self, agent_id: int, action: int) -> str:
+        """Readable name of an action (with conic_fov, 6 .. 6+F-1 turn the field of view)."""
+        f = self.v2.n_fov
+        if action < 6:
+            return super().action_name(agent_id, action)
+        if action < 6 + f:
+            return f"turn field of view {action - 6}"
+        return super().action_name(agent_id, action - f)
+
+    def get_state_dict(self) -> dict[str, np.ndarray]:
+        """State blocks (allies (n, nf_al), enemies, last_action, timestep) with SMACv2's ally row: with
+        conic_fov it holds the field-of-view direction."""
+        out = super().get_state_dict()
+        if self.v2.conic_fov:
+            s = self.get_state()
+            na = self.n_agents * (self.features.ally_state_size + 2)
+            out["allies"] = s[:na].reshape(self.n_agents, -1)
+            out["enemies"] = s[na : na + self.n_enemies * self.features.enemy_state_size].reshape(
+                self.n_enemies, -1
+            )
+        return out
 
     def get_stats(self) -> dict[str, Any]:
         """SMAC's statistics plus this episode's generated teams and start-position layout."""

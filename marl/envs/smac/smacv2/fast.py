@@ -19,17 +19,9 @@ from marl.envs.smac.smacv2.fast_kernels import (
     v2_reward_end_kernel,
 )
 from marl.envs.smac.smacv2.features import V2Flags, unit_ranges, v2_sizes
+from marl.envs.smac.smacv2.reference import engine_actions, turn_fov
 from marl.envs.smac.threads import resolve_threads, with_threads
 from marl.envs.smac.types import MEDIVAC_MAP_TYPES
-
-
-def drop_unshootable(actions_BN: np.ndarray, true_avail_BNA: np.ndarray) -> np.ndarray:
-    """``actions_BN`` with every attack/heal (action >= 6) that the range-checked availability
-    ``true_avail_BNA`` refuses replaced by the no-op 0 (a copy)."""
-    a = np.array(actions_BN, dtype=np.int64)
-    ok = np.take_along_axis(true_avail_BNA, a[..., None], axis=-1)[..., 0]
-    a[(a >= 6) & (ok == 0)] = 0
-    return a
 
 
 class V2Features:
@@ -70,6 +62,7 @@ class V2Features:
         self.obs_enemies = np.zeros((E, m, n), dtype=bool)  # SMACv2's obs_enemies[enemy, agent]
         self.tag_owner = np.full((E, m), -1, dtype=np.int64)  # SMACv2's enemy_tags (-1: none)
         self.rng = np.zeros(E, dtype=np.uint64)  # each env's observation stream (SplitMix64 state)
+        self.fov = np.zeros((E, n, 2))  # conic_fov: each agent's field-of-view direction
         A, O, S = self.sizes["n_actions"], self.sizes["obs"], self.sizes["state"]
         self.avail = np.zeros((E, n, A), dtype=np.int64)
         self.true_avail = np.zeros((E, n, A), dtype=np.int64)  # range-checked whatever action_mask says
@@ -92,6 +85,9 @@ class V2Features:
             float(f.prob_obs_enemy),
             f.fully_observable,
             f.action_mask,
+            f.n_fov,
+            f.half_angle,
+            f.conic_fov,
         )
         self.set_map(np.ones(map_size, dtype=bool))  # SMACv2's 32x32_flat: flat, walkable (docs/smacv2.md)
 
@@ -124,6 +120,7 @@ class V2Features:
         self.ally_max_cd[e] = [MAX_COOLDOWN.get(t, DEFAULT_MAX_COOLDOWN) for t in ally_types]
         self.sight[e], self.shoot[e] = unit_ranges(tuple(ally_types), self.flags)
         self.rng[e] = np.uint64(seed)
+        self.fov[e] = (1.0, 0.0)  # smacv2 reset: every agent faces (1, 0)
 
     def observe(self, u: Units, last_action: np.ndarray, steps: np.ndarray, active: np.ndarray) -> None:
         """Fill ``avail``, ``obs`` and ``state`` of the envs with ``active`` (E,) from their units ``u``
@@ -152,6 +149,7 @@ class V2Features:
             self.obs_enemies,
             self.tag_owner,
             self.rng,
+            self.fov,
         )
         args = (
             active,
@@ -171,10 +169,15 @@ class V2Features:
             self.state[active] = self.obs[active].reshape(int(active.sum()), -1)
 
     def engine_actions(self, actions_BN: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """The actions the engine runs for the envs ``rows``: SMACv2 sends no command for an attack (a
-        Medivac's heal) whose target is out of range (``get_agent_action`` after ``get_can_shoot``), which
-        matters with ``action_mask=False``; such an action becomes a no-op (the unit keeps its order)."""
-        return drop_unshootable(actions_BN, self.true_avail[rows])
+        """Carry out the agents' choices of the envs ``rows`` that are not the engine's (the field-of-view
+        turns of conic_fov) and return what the engine runs (:func:`.reference.engine_actions`: no command
+        for a turn nor for an attack out of range or cone)."""
+        n_fov = self.flags.n_fov
+        if n_fov:
+            fov = self.fov[rows]
+            turn_fov(fov, actions_BN, n_fov)
+            self.fov[rows] = fov
+        return engine_actions(actions_BN, self.true_avail[rows], n_fov)
 
     def reward_and_end(
         self, prev: Units, cur: Units, dead: np.ndarray, rows: np.ndarray

@@ -11,11 +11,27 @@ observation stream (:func:`~marl.envs.smac.smacv2.features.visiting_order`,
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit, prange
 
 from marl.envs.smac.fast_features import _cell, fill_state, reward_end_kernel
 from marl.envs.smac.sim.physics import rand_int, rand_uniform
+
+FOV_EPS = 1e-7  # smacv2 starcraft2.py EPS (reference.py)
+
+
+@njit(cache=True)
+def _in_cone(px, py, fx, fy, qx, qy, reach, half_angle):
+    """reference.in_cone (SMACv2's ``is_position_in_cone``), the same operations in the same order."""
+    dx, dy = qx - px, qy - py
+    if math.sqrt(dx * dx + dy * dy) > reach:
+        return False
+    x_diff = max(dx, FOV_EPS) if dx > 0 else min(dx, -FOV_EPS)
+    obj_angle = math.atan(dy / x_diff)
+    x = max(fx, FOV_EPS) if dx > 0 else min(fx, -FOV_EPS)
+    return abs(obj_angle - math.atan(fy / x)) < half_angle
 
 
 @njit(cache=True)
@@ -45,7 +61,10 @@ def _epo_bookkeeping(e, n, health, steps, obs_enemies, tag_owner):
 
 
 @njit(cache=True)
-def _avail_env(e, n, pos, health, medivac, shoot, walk_in, pad, dirs, action_mask, true_avail, avail):
+def _avail_env(
+    e, n, pos, health, medivac, shoot, fov, walk_in, pad, dirs, action_mask, n_fov, half, conic, true_avail,
+    avail,
+):  # fmt: skip
     """Env ``e``'s availability: ``true_avail[e]`` range-checked (SMACv2's ``get_true_avail_agent_actions``)
     and ``avail[e]`` (range-checked only with ``action_mask``)."""
     m = pos.shape[1] - n
@@ -63,26 +82,34 @@ def _avail_env(e, n, pos, health, medivac, shoot, walk_in, pad, dirs, action_mas
             y = int(np.trunc(py + dirs[d, 1]))
             true_avail[e, i, 2 + d] = _cell(walk_in, x, y, pad)
             avail[e, i, 2 + d] = true_avail[e, i, 2 + d]
-        # a Medivac's action 6 + j heals ally j (living, not a Medivac); others attack enemy j (living)
+        for d in range(n_fov):  # conic_fov: the field-of-view turns
+            true_avail[e, i, 6 + d] = 1
+            avail[e, i, 6 + d] = 1
+        first = 6 + n_fov
+        # a Medivac's action first + j heals ally j (living, not a Medivac); others attack enemy j (living)
         lo, cnt = (0, n) if medivac[e, i] else (n, m)
         for j in range(cnt):
             k = lo + j
             if health[e, k] <= 0 or (medivac[e, i] and medivac[e, k]):
                 continue
-            dx = pos[e, k, 0] - px
-            dy = pos[e, k, 1] - py
-            in_range = np.sqrt(dx * dx + dy * dy) <= shoot[e, i]
-            true_avail[e, i, 6 + j] = in_range
-            avail[e, i, 6 + j] = in_range or not action_mask
+            if conic:
+                fx, fy = fov[e, i, 0], fov[e, i, 1]
+                in_range = _in_cone(px, py, fx, fy, pos[e, k, 0], pos[e, k, 1], shoot[e, i], half)
+            else:
+                dx = pos[e, k, 0] - px
+                dy = pos[e, k, 1] - py
+                in_range = np.sqrt(dx * dx + dy * dy) <= shoot[e, i]
+            true_avail[e, i, first + j] = in_range
+            avail[e, i, first + j] = in_range or not action_mask
 
 
 @njit(cache=True)
-def _tag_enemies(e, i, n, dist, sight, prob, obs_enemies, tag_owner, rng):
+def _tag_enemies(e, i, n, seen, prob, obs_enemies, tag_owner, rng):
     """SMACv2's EPO: agent ``i`` tags every enemy it sees that nobody has tagged; each other agent then
     observes that enemy with probability ``prob`` (one draw each, in id order; none when prob is 0 or 1)."""
     m = tag_owner.shape[1]
     for j in range(m):
-        if dist[n + j] < sight and tag_owner[e, j] < 0:
+        if seen[n + j] and tag_owner[e, j] < 0:
             tag_owner[e, j] = i
             obs_enemies[e, j, i] = True
             for a in range(n):
@@ -93,9 +120,9 @@ def _tag_enemies(e, i, n, dist, sight, prob, obs_enemies, tag_owner, rng):
 @njit(cache=True)
 def _obs_agent(
     e, i, n, pos, health, shield, hmax, last_action, steps, ally_onehot, enemy_onehot, ally_max_shield,
-    enemy_max_shield, sight, obs_enemies, tag_owner, rng, walk_out, height, pad, surround, map_x, map_y,
+    enemy_max_shield, sight, obs_enemies, tag_owner, rng, fov, walk_out, height, pad, surround, map_x, map_y,
     episode_limit, all_health, own_health, obs_last, obs_path, obs_height, obs_time, s, own_pos, prob,
-    fully_obs, true_avail, dist, dx, dy, o,
+    fully_obs, n_fov, half, conic, true_avail, dist, dx, dy, seen, o,
 ):  # fmt: skip
     """The observation ``o`` (O,) of living agent ``i`` of env ``e`` (layout: smacv2/features.py)."""
     U = pos.shape[1]
@@ -111,6 +138,9 @@ def _obs_agent(
         dy[k] = pos[e, k, 1] - py
         dist[k] = np.sqrt(dx[k] * dx[k] + dy[k] * dy[k])
     r = sight[e, i]
+    fx, fy = fov[e, i, 0], fov[e, i, 1]
+    for k in range(U):  # what agent i perceives: within sight, or with conic_fov inside its cone
+        seen[k] = _in_cone(px, py, fx, fy, pos[e, k, 0], pos[e, k, 1], r, half) if conic else dist[k] < r
     for d in range(4):  # the move block: SMAC's (4 move flags, pathing, heights)
         o[d] = true_avail[e, i, 2 + d]
     col = 4
@@ -124,7 +154,7 @@ def _obs_agent(
             o[col + q] = _cell(height, cx + surround[q, 0], cy + surround[q, 1], pad)
         o[col + 8] = _cell(height, cx, cy, pad)
         col += 9
-    _tag_enemies(e, i, n, dist, r, prob, obs_enemies, tag_owner, rng)
+    _tag_enemies(e, i, n, seen, prob, obs_enemies, tag_owner, rng)
     # enemies: SMACv2 blanks the whole block up to the last enemy this agent does not observe
     last_hidden = -1
     for j in range(m):
@@ -132,9 +162,9 @@ def _obs_agent(
             last_hidden = j
     for j in range(last_hidden + 1, m):
         k = n + j
-        if health[e, k] > 0 and (dist[k] < r or fully_obs):
+        if health[e, k] > 0 and (seen[k] or fully_obs):
             c = col + j * fe
-            o[c] = true_avail[e, i, 6 + j]
+            o[c] = true_avail[e, i, 6 + n_fov + j]
             o[c + 1] = dist[k] / r
             o[c + 2] = dx[k] / r
             o[c + 3] = dy[k] / r
@@ -152,7 +182,7 @@ def _obs_agent(
     for j in range(n):
         if j == i:
             continue
-        if health[e, j] > 0 and (dist[j] < r or fully_obs):
+        if health[e, j] > 0 and (seen[j] or fully_obs):
             c = col + slot * fa
             o[c] = 1.0
             o[c + 1] = dist[j] / r
@@ -182,6 +212,10 @@ def _obs_agent(
         o[col] = px / map_x
         o[col + 1] = py / map_y
         col += 2
+    if conic:
+        o[col] = fx
+        o[col + 1] = fy
+        col += 2
     for t in range(b):
         o[col + t] = ally_onehot[e, i, t]
     if obs_time:
@@ -189,18 +223,21 @@ def _obs_agent(
 
 
 @njit(cache=True)
-def _observe_env(e, n, per_env, shared, true_avail, dist, dx, dy, order, avail, obs, state):
+def _observe_env(e, n, per_env, shared, true_avail, dist, dx, dy, seen, order, avail, obs, state):
     """Env ``e``: EPO bookkeeping, availability, observations in SMACv2's shuffled visiting order, state."""
     (pos, health, shield, cooldown, energy, hmax, last_action, steps, medivac, ally_onehot, enemy_onehot,
      ally_max_shield, enemy_max_shield, ally_max_cd, sight, shoot, obs_enemies, tag_owner,
-     rng) = per_env  # fmt: skip
+     rng, fov) = per_env  # fmt: skip
     (walk_in, walk_out, height, pad, surround, dirs, map_x, map_y, episode_limit, all_health, own_health,
      obs_last, obs_path, obs_height, obs_time, state_last, state_time, s, own_pos, prob, fully_obs,
-     action_mask) = shared  # fmt: skip
+     action_mask, n_fov, half, conic) = shared  # fmt: skip
     avail[e] = 0
     obs[e] = 0.0
     _epo_bookkeeping(e, n, health, steps, obs_enemies, tag_owner)
-    _avail_env(e, n, pos, health, medivac, shoot, walk_in, pad, dirs, action_mask, true_avail, avail)
+    _avail_env(
+        e, n, pos, health, medivac, shoot, fov, walk_in, pad, dirs, action_mask, n_fov, half, conic,
+        true_avail, avail,
+    )  # fmt: skip
     for k in range(n):  # SMACv2's get_obs shuffles the agents: Fisher-Yates on the observation stream
         order[k] = k
     for k in range(n - 1, 0, -1):
@@ -214,16 +251,17 @@ def _observe_env(e, n, per_env, shared, true_avail, dist, dx, dy, order, avail, 
             continue
         _obs_agent(
             e, i, n, pos, health, shield, hmax, last_action, steps, ally_onehot, enemy_onehot,
-            ally_max_shield, enemy_max_shield, sight, obs_enemies, tag_owner, rng, walk_out, height, pad,
-            surround, map_x, map_y, episode_limit, all_health, own_health, obs_last, obs_path, obs_height,
-            obs_time, s, own_pos, prob, fully_obs, true_avail, dist, dx, dy, obs[e, i],
+            ally_max_shield, enemy_max_shield, sight, obs_enemies, tag_owner, rng, fov, walk_out, height,
+            pad, surround, map_x, map_y, episode_limit, all_health, own_health, obs_last, obs_path,
+            obs_height, obs_time, s, own_pos, prob, fully_obs, n_fov, half, conic, true_avail, dist, dx, dy,
+            seen, obs[e, i],
         )  # fmt: skip
     if state.shape[1] > 0:
         state[e] = 0.0
         fill_state(
             e, n, pos, health, shield, cooldown, energy, hmax[e], last_action, steps, medivac[e],
             ally_onehot[e], enemy_onehot[e], ally_max_shield[e], enemy_max_shield[e], ally_max_cd[e],
-            map_x, map_y, episode_limit, state_last, state_time, s, s, state[e],
+            map_x, map_y, episode_limit, state_last, state_time, s, s, fov[e], conic, state[e],
         )  # fmt: skip
 
 
@@ -235,10 +273,11 @@ def v2_observe_kernel(active, n, per_env, shared, true_avail, avail, obs, state)
     ``per_env``/``shared``: the tuples built by ``V2Features``."""
     U = per_env[0].shape[1]
     dist, dx, dy = np.empty(U), np.empty(U), np.empty(U)
+    seen = np.zeros(U, dtype=np.bool_)
     order = np.empty(n, dtype=np.int64)
     for e in range(active.shape[0]):
         if active[e]:
-            _observe_env(e, n, per_env, shared, true_avail, dist, dx, dy, order, avail, obs, state)
+            _observe_env(e, n, per_env, shared, true_avail, dist, dx, dy, seen, order, avail, obs, state)
 
 
 @njit(cache=True, parallel=True)
@@ -249,8 +288,9 @@ def v2_observe_kernel_parallel(active, n, per_env, shared, true_avail, avail, ob
     for e in prange(active.shape[0]):
         if active[e]:
             dist, dx, dy = np.empty(U), np.empty(U), np.empty(U)
+            seen = np.zeros(U, dtype=np.bool_)
             order = np.empty(n, dtype=np.int64)
-            _observe_env(e, n, per_env, shared, true_avail, dist, dx, dy, order, avail, obs, state)
+            _observe_env(e, n, per_env, shared, true_avail, dist, dx, dy, seen, order, avail, obs, state)
 
 
 @njit(cache=True)
