@@ -24,6 +24,24 @@ def _cell(padded, x, y, pad):
 
 
 @njit(cache=True)
+def move_block(o, avail_row, px, py, walk_out, height, pad, surround, obs_path, obs_height):
+    """SMAC's move block of an observation ``o`` at (px, py): the 4 move flags (``avail_row[2:6]``), then the
+    surrounding pathing (8) and heights (8 + own cell) when on."""
+    for d in range(4):
+        o[d] = avail_row[2 + d]
+    col = 4
+    cx, cy = int(np.trunc(px)), int(np.trunc(py))
+    if obs_path:
+        for s in range(8):
+            o[col + s] = _cell(walk_out, cx + surround[s, 0], cy + surround[s, 1], pad)
+        col += 8
+    if obs_height:
+        for s in range(8):
+            o[col + s] = _cell(height, cx + surround[s, 0], cy + surround[s, 1], pad)
+        o[col + 8] = _cell(height, cx, cy, pad)
+
+
+@njit(cache=True)
 def observe_kernel(
     n,
     pos,
@@ -106,20 +124,7 @@ def observe_kernel(
                         avail[e, i, 6 + j] = 1
             # observation: move block
             o = obs[e, i]
-            for d in range(4):
-                o[d] = avail[e, i, 2 + d]
-            col = 4
-            if obs_path or obs_height:
-                cx, cy = int(np.trunc(px)), int(np.trunc(py))
-                if obs_path:
-                    for s in range(8):
-                        o[col + s] = _cell(walk_out, cx + surround[s, 0], cy + surround[s, 1], pad)
-                    col += 8
-                if obs_height:
-                    for s in range(8):
-                        o[col + s] = _cell(height, cx + surround[s, 0], cy + surround[s, 1], pad)
-                    o[col + 8] = _cell(height, cx, cy, pad)
-                    col += 9
+            move_block(o, avail[e, i], px, py, walk_out, height, pad, surround, obs_path, obs_height)
             col = move
             # enemy block
             for j in range(m):

@@ -16,7 +16,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from marl.envs.smac.fast_features import _cell, fill_state, reward_end_kernel
+from marl.envs.smac.fast_features import _cell, fill_state, move_block, reward_end_kernel
 from marl.envs.smac.sim.physics import rand_int, rand_uniform
 
 FOV_EPS = 1e-7  # smacv2 starcraft2.py EPS (reference.py)
@@ -141,19 +141,8 @@ def _obs_agent(
     fx, fy = fov[e, i, 0], fov[e, i, 1]
     for k in range(U):  # what agent i perceives: within sight, or with conic_fov inside its cone
         seen[k] = _in_cone(px, py, fx, fy, pos[e, k, 0], pos[e, k, 1], r, half) if conic else dist[k] < r
-    for d in range(4):  # the move block: SMAC's (4 move flags, pathing, heights)
-        o[d] = true_avail[e, i, 2 + d]
-    col = 4
-    cx, cy = int(np.trunc(px)), int(np.trunc(py))
-    if obs_path:
-        for q in range(8):
-            o[col + q] = _cell(walk_out, cx + surround[q, 0], cy + surround[q, 1], pad)
-        col += 8
-    if obs_height:
-        for q in range(8):
-            o[col + q] = _cell(height, cx + surround[q, 0], cy + surround[q, 1], pad)
-        o[col + 8] = _cell(height, cx, cy, pad)
-        col += 9
+    move_block(o, true_avail[e, i], px, py, walk_out, height, pad, surround, obs_path, obs_height)
+    col = 4 + (8 if obs_path else 0) + (9 if obs_height else 0)
     _tag_enemies(e, i, n, seen, prob, obs_enemies, tag_owner, rng)
     # enemies: SMACv2 blanks the whole block up to the last enemy this agent does not observe
     last_hidden = -1
