@@ -122,6 +122,7 @@ class BatchedSMACv2Env(BatchedStarCraft2Env):
         self.specs: list[MapSpec | None] = [None] * E
         self.layouts: list[str | None] = [None] * E
         self.max_reward = np.zeros(E)  # per env: SMACv2 scales by the first episode's enemies
+        self._all = np.ones(E, dtype=bool)
 
     # ------------------------------------------------------------------ hooks of the episode loop
     def _respawn(self, mask: np.ndarray) -> Units:
@@ -141,7 +142,7 @@ class BatchedSMACv2Env(BatchedStarCraft2Env):
         return self.engine.units()
 
     def _engine_step(self, actions_EN: np.ndarray, mask: np.ndarray | None) -> Units:
-        self.engine.step(actions_EN, np.ones(self.n_envs, dtype=bool) if mask is None else mask)
+        self.engine.step(actions_EN, self._all if mask is None else mask)
         return self.engine.units()
 
     def _engine_actions(self, actions_BN: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -154,9 +155,9 @@ class BatchedSMACv2Env(BatchedStarCraft2Env):
         return self.max_reward[rows] / self.opts.reward_scale_rate
 
     def _observe(self, idx: np.ndarray | None) -> None:
-        active = np.ones(self.n_envs, dtype=bool)
+        active = self._all
         if idx is not None:
-            active[:] = False
+            active = np.zeros(self.n_envs, dtype=bool)
             active[idx] = True
         f = self.fast
         f.observe(self._units, self._last_action, self._steps, active)

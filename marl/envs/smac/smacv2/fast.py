@@ -173,6 +173,8 @@ class V2Features:
         turns of conic_fov) and return what the engine runs (:func:`.reference.engine_actions`: no command
         for a turn nor for an attack out of range or cone)."""
         n_fov = self.flags.n_fov
+        if not n_fov and self.flags.action_mask:  # the actions passed the mask, which checks the range
+            return actions_BN
         if n_fov:
             fov = self.fov[rows]
             turn_fov(fov, actions_BN, n_fov)
