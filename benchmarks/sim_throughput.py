@@ -18,6 +18,11 @@ envs).  SMAX runs in a subprocess of the separate venv ``.venv-bench`` (``make b
 steps inside one jitted ``lax.scan`` (JaxMARL's favoured use, no Python per step); the ratios are taken
 against the per-step column unless named "scan".  The machine's load average is recorded before and
 after every cell: a shared machine depresses and scatters every number.
+
+    .venv/bin/python benchmarks/sim_throughput.py --smacv2   # results/sim_throughput_smacv2.md
+
+``--smacv2`` times SMACv2 scenarios (default protoss_10_vs_10) against SMAX's SMACv2-style scenario of the
+same size (``smacv2_throughput.py`` says what each side runs).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from marl.envs.smac.smacv2.scenarios import SCENARIOS, is_scenario
 from marl.envs.smac.threads import resolve_threads
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,12 +127,15 @@ def bench_ours(name: str, n_envs: int, seconds: float, threads: int) -> dict:
 
 
 def bench_full(name: str, n_envs: int, seconds: float, threads: int) -> dict:
-    """Steps per second of ``BatchedStarCraft2Env`` (engine + obs + state + avail + reward + end)."""
+    """Steps per second of ``BatchedStarCraft2Env`` (engine + obs + state + avail + reward + end), or of
+    ``BatchedSMACv2Env`` for a SMACv2 scenario."""
     from marl.envs.smac.batched_env import BatchedStarCraft2Env
     from marl.envs.smac.sim.avail import sample_available
+    from marl.envs.smac.smacv2.batched import BatchedSMACv2Env
 
     t0 = time.perf_counter()
-    env = BatchedStarCraft2Env(name, n_envs, seed=0, threads=threads)
+    cls = BatchedSMACv2Env if is_scenario(name) else BatchedStarCraft2Env
+    env = cls(name, n_envs, seed=0, threads=threads)
     env.reset()
     rs = np.random.default_rng(0)
     # the first step loads the compiled engine and sampler from the Numba cache: not timed
@@ -161,6 +170,16 @@ def bench_rollout(name: str, n_envs: int, seconds: float) -> dict:
     return {"sps": n * 100 * n_envs / (time.perf_counter() - t0)}
 
 
+def smax_scenario(name: str) -> str:
+    """SMAX's scenario for one of ours: the map itself, or for a SMACv2 scenario ``smacv2_<n>_units``."""
+    if not is_scenario(name):
+        return name
+    sc = SCENARIOS[name]
+    if sc.n_units != sc.n_enemies or sc.n_units not in (5, 10, 20):
+        raise ValueError(f"SMAX has no SMACv2-style scenario of size {sc.n_units} vs {sc.n_enemies}")
+    return f"smacv2_{sc.n_units}_units"
+
+
 def cold_compile_seconds() -> float:
     """Import + reset + first step of 3m (engine and SMAC features) in a fresh process with an empty Numba
     cache."""
@@ -189,7 +208,7 @@ def bench_smax(name: str, n_envs: int, seconds: float) -> dict | None:
         return None
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     out = subprocess.run(
-        [str(BENCH_PY), "-c", _SMAX_WORKER, name, str(n_envs), str(seconds)],
+        [str(BENCH_PY), "-c", _SMAX_WORKER, smax_scenario(name), str(n_envs), str(seconds)],
         capture_output=True,
         text=True,
         env=env,
@@ -209,8 +228,20 @@ def main() -> None:
     ap.add_argument(
         "--threads", type=int, default=0, help="our engine's threads for the headline (0 = all cores, as XLA)"
     )
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "sim_throughput.md"))
+    ap.add_argument(
+        "--out", default=None, help="results file (default benchmarks/results/sim_throughput[_smacv2].md)"
+    )
+    ap.add_argument(
+        "--smacv2", action="store_true", help="SMACv2 scenarios (default protoss_10_vs_10) vs SMAX"
+    )
     args = ap.parse_args()
+    results = ROOT / "benchmarks" / "results"
+    if args.smacv2:
+        from smacv2_throughput import SMACV2_OUT, smacv2_main
+
+        maps = args.maps if args.maps != list(MAPS) else ["protoss_10_vs_10"]
+        return smacv2_main(maps, args.envs, args.seconds, args.threads, args.out or results / SMACV2_OUT)
+    args.out = args.out or str(results / "sim_throughput.md")
     cold = cold_compile_seconds()
     print(f"cold Numba compile: {cold:.1f} s", flush=True)
     load_start = os.getloadavg()

@@ -14,8 +14,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from marl.envs.smac.options import UNIT_MAX_HEALTH_SHIELD
 from marl.envs.smac.sc2.proto import load_pysc2
-from marl.envs.smac.types import MapSpec, UnitTable
+from marl.envs.smac.types import GEN_RL_UNIT_ORDER, MapSpec, UnitTable
 
 PB = load_pysc2()
 RL_BASE_ID = 1970  # a made-up id for the first RL unit type; real ids depend on the game build
@@ -260,6 +261,67 @@ def spawner(spec: MapSpec, table: UnitTable, tags: Callable[[], int], shuffle_al
         return units
 
     return spawn
+
+
+class FakeGenController(FakeController):
+    """SMACv2's map 32x32_flat: nothing spawns by itself; debug ``create_unit`` commands create units (with
+    fresh tags, full health) ``create_delay`` loops later, the k-th unit created on an occupied point moved
+    ``spread * k`` along x (as the game places units that would overlap); ``data()`` answers a real
+    ``ResponseData`` of ``n_types`` unit types (through pysc2's ``StaticData``), the last 9 the RL types."""
+
+    def __init__(self, n_types: int = 1970, create_delay: int = 1, spread: float = 0.75, info=None) -> None:
+        super().__init__(lambda: [], info=info)
+        self.n_types, self.create_delay, self.spread = n_types, create_delay, spread
+        self.pending: list[tuple[int, FakeUnit]] = []
+        self.created: list[tuple[FakeUnit, tuple[float, float]]] = []  # this episode's units, their points
+        self.new_tag = tag_source()
+        self.ignore_creates = self.ignore_kills = False  # a game that drops those debug commands
+
+    def unit_name(self, unit_type: int) -> str:
+        rl = unit_type - (self.n_types - len(GEN_RL_UNIT_ORDER))
+        if 0 <= rl < len(GEN_RL_UNIT_ORDER):
+            return GEN_RL_UNIT_ORDER[rl]
+        return {v: k for k, v in STOCK_IDS.items()}[unit_type]
+
+    def join_game(self, req):
+        self._call("join_game", req)
+        return PB.sc_pb.ResponseJoinGame(player_id=1)
+
+    def data(self):
+        from pysc2.lib import static_data
+        from s2clientprotocol import data_pb2
+
+        self._call("data")
+        units = [data_pb2.UnitTypeData(unit_id=i, name=f"Unit{i}") for i in range(self.n_types)]
+        return static_data.StaticData(PB.sc_pb.ResponseData(units=units))
+
+    def debug(self, commands):
+        self._call("debug", commands)
+        for cmd in commands:
+            if cmd.HasField("kill_unit") and not self.ignore_kills:
+                dead = set(cmd.kill_unit.tag)
+                self.units = [u for u in self.units if u.tag not in dead]
+                self.created = [(u, p) for u, p in self.created if u.tag not in dead]
+            if cmd.HasField("create_unit") and not self.ignore_creates:
+                c = cmd.create_unit
+                hp, sh = UNIT_MAX_HEALTH_SHIELD[self.unit_name(c.unit_type)]
+                point = (c.pos.x, c.pos.y)
+                for _ in range(c.quantity):
+                    taken = sum(1 for _, p in self.created if p == point)
+                    x = c.pos.x + self.spread * taken
+                    u = FakeUnit(self.new_tag(), c.unit_type, c.owner, x, c.pos.y, hp, hp, sh, sh)
+                    self.created.append((u, point))
+                    self.pending.append((self.loop + self.create_delay, u))
+
+    def step(self, count: int = 1):
+        self._call("step", count)
+        for _ in range(count):
+            self.loop += 1
+            self.units += [u for t, u in self.pending if t <= self.loop]
+            self.pending = [(t, u) for t, u in self.pending if t > self.loop]
+        if self.on_step is not None:
+            self.on_step(self, count)
+        return PB.sc_pb.ResponseStep(simulation_loop=self.loop)
 
 
 def moved(u: FakeUnit, **changes) -> FakeUnit:

@@ -7,21 +7,25 @@ import pytest
 
 from marl.envs.smac.options import SmacOptions
 from marl.envs.smac.smacv2.env import SMACv2Env
-from marl.envs.smac.smacv2.features import V2Flags, V2Observer
+from marl.envs.smac.smacv2.features import V2Flags
+from marl.envs.smac.smacv2.observer import V2Observer
 from marl.envs.smac.smacv2.scenarios import SCENARIOS, list_scenarios
 from marl.registry import build
 
 
-def smacv2_sizes(n_agents: int, n_enemies: int, race: str, last_action: bool = False, own_pos: bool = True):
+def smacv2_sizes(
+    n_agents: int, n_enemies: int, race: str, last_action: bool = False, own_pos: bool = True, n_fov: int = 0
+):
     """Transcription of smacv2 StarCraft2Env.get_obs_size / get_state_size / n_actions on a 10gen map
-    (unit_type_bits 3, team_gen observe, obs_all_health, no stochastic capabilities, no conic_fov)."""
-    shield, bits = int(race == "protoss"), 3
-    n_actions = 4 + 0 + 2 + n_enemies  # n_actions_move + n_fov_actions + 2, + n_enemies
+    (unit_type_bits 3, team_gen observe, obs_all_health, no stochastic capabilities; ``n_fov`` the
+    num_fov_actions of conic_fov, 0 without it)."""
+    shield, bits, conic = int(race == "protoss"), 3, int(n_fov > 0)
+    n_actions = 4 + n_fov + 2 + n_enemies  # n_actions_move + n_fov_actions + 2, + n_enemies
     n_enemy_feats = 4 + bits + 1 + shield  # get_obs_enemy_feats_size
     n_ally_feats = 4 + 1 + shield + n_actions * last_action + bits  # get_obs_ally_feats_size
-    own = bits + 1 + shield + 2 * own_pos  # get_obs_own_feats_size
+    own = bits + 1 + shield + 2 * own_pos + 2 * conic  # get_obs_own_feats_size
     obs = 4 + n_enemies * n_enemy_feats + (n_agents - 1) * n_ally_feats + own
-    nf_al = 4 + shield + bits  # ally_state_attr_names + capability_attr_names
+    nf_al = 4 + shield + 2 * conic + bits  # ally_state_attr_names (fov_x, fov_y) + capability_attr_names
     nf_en = 3 + shield + bits  # enemy_state_attr_names
     state = n_agents * nf_al + n_enemies * nf_en + n_agents * n_actions  # state_last_action
     return obs, state, n_actions
@@ -98,6 +102,11 @@ def test_agents_sorted_like_smacv2_and_types_in_obs() -> None:
     )
 
 
+def _stream(seed: int) -> np.ndarray:
+    """An observation stream (the (1,) uint64 SplitMix64 state V2Observer draws from)."""
+    return np.array([seed], dtype=np.uint64)
+
+
 def _observer(types, enemy_types, prob=1.0, race="P") -> V2Observer:
     order = {"P": ("stalker", "zealot", "colossus"), "T": ("marine", "marauder", "medivac")}[race]
     one = lambda ts: np.eye(3)[[order.index(t) for t in ts]]  # noqa: E731
@@ -114,9 +123,7 @@ def test_unit_sight_and_attack_ranges() -> None:
     move = np.tile([0, 1, 1, 1, 1, 1], (2, 1))
     avail = ob.avail(pos, health, move, check_range=True)
     assert avail[0, 6] == 0  # stalker range 6 < 9.5
-    obs = ob.observe(
-        pos, health, hmax, shield, np.ones((2, 4)), avail, np.zeros((2, 7)), 0.0, np.random.default_rng(0)
-    )
+    obs = ob.observe(pos, health, hmax, shield, np.ones((2, 4)), avail, np.zeros((2, 7)), 0.0, _stream(0))
     nf_e = 4 + 2 + 3
     assert obs[0, 4 + 1] == pytest.approx(9.5 / 10.0)  # seen by the stalker (sight 10), distance / 10
     assert not obs[1, 4 : 4 + nf_e].any()  # the zealot (sight 9) is sqrt(9.5^2 + 1) away
@@ -135,17 +142,17 @@ def test_epo_prob_obs_enemy_zero_leaves_only_the_tagging_agent() -> None:
     seen = []
     for seed in range(20):
         ob.new_episode()
-        obs = ob.observe(pos, *args, np.random.default_rng(seed))
+        obs = ob.observe(pos, *args, _stream(seed))
         seen.append(tuple(bool(obs[i, 4:13].any()) for i in range(3)))
     assert all(s[0] + s[1] == 1 and not s[2] for s in seen)  # exactly one of the two that can see it
     assert len(set(seen)) == 2  # which one tags it depends on the shuffled visiting order
     ob.new_episode()
-    obs = ob.observe(pos, *args, np.random.default_rng(0))
+    obs = ob.observe(pos, *args, _stream(0))
     pos[2] = (15.0, 10.0)  # agent 2 walks up: it stays blind to that enemy for the whole episode
-    obs = ob.observe(pos, *args, np.random.default_rng(1))
+    obs = ob.observe(pos, *args, _stream(1))
     assert not obs[2, 4:13].any()
     full = _observer(["stalker"] * 3, ["stalker"], prob=1.0)
-    obs = full.observe(pos, *args, np.random.default_rng(0))
+    obs = full.observe(pos, *args, _stream(0))
     assert all(obs[i, 4:13].any() for i in range(3))
 
 
@@ -155,10 +162,10 @@ def test_medivac_heals_allies_and_bad_options() -> None:
     avail = ob.avail(pos, np.full(4, 45.0), np.tile([0, 1, 1, 1, 1, 1], (2, 1)), check_range=True)
     assert avail[1, 6:].tolist() == [1, 0]  # heals marine 0 (range max(4, 2)), never itself
     assert avail[0, 6:].tolist() == [1, 0]  # marine range 5
-    with pytest.raises(ValueError, match="conic_fov"):
-        SMACv2Env("protoss_5_vs_5", conic_fov=True)
-    with pytest.raises(ValueError, match="embedded engine only"):
-        SMACv2Env("protoss_5_vs_5", backend="sc2")
+    with pytest.raises(ValueError, match="num_fov_actions"):
+        SMACv2Env("protoss_5_vs_5", conic_fov=True, num_fov_actions=0)
+    with pytest.raises(ValueError, match="unknown SMAC backend 'game'; allowed: sim, auto, sc2"):
+        SMACv2Env("protoss_5_vs_5", backend="game")
     with pytest.raises(ValueError, match="unknown SMACv2 scenario"):
         SMACv2Env("protoss_5v5")
 
@@ -182,7 +189,7 @@ def test_an_unobserved_enemy_blanks_the_block_before_it_as_smacv2_does() -> None
     pos = np.array([[10.0, 10.0], [11.0, 10.0], [14.0, 10.0], [30.0, 30.0]])  # enemy 1 is out of sight
     health = np.full(4, 80.0)
     avail = ob.avail(pos, health, np.tile([0, 1, 1, 1, 1, 1], (2, 1)), check_range=True)
-    args = (health, health, health, np.ones((2, 4)), avail, np.zeros((2, 8)), 0.0, np.random.default_rng(0))
+    args = (health, health, health, np.ones((2, 4)), avail, np.zeros((2, 8)), 0.0, _stream(0))
     obs = ob.observe(pos, *args)
     assert not obs[:, 4 : 4 + 2 * 9].any()  # enemy 0 is in sight, yet its row is zero
     ob.new_episode()
@@ -196,7 +203,7 @@ def test_epo_tag_is_dropped_when_the_tagger_dies() -> None:
     pos = np.array([[10.0, 10.0], [11.0, 10.0], [30.0, 10.0], [14.0, 10.0]])
     health = np.full(4, 80.0)
     move = np.tile([0, 1, 1, 1, 1, 1], (3, 1))
-    rng = np.random.default_rng(0)
+    rng = _stream(0)
 
     def obs_now() -> np.ndarray:
         avail = ob.avail(pos, health, move, check_range=True)
@@ -273,3 +280,60 @@ def test_smacv2_capability_config_form() -> None:
             SMACv2Env("10gen_terran", capability_config=cfg)
     with pytest.raises(ValueError, match="10gen_protoss"):
         SMACv2Env("protoss_5_vs_5", capability_config=_cap())
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_an_attack_out_of_range_sends_no_command_as_smacv2(compiled: bool) -> None:
+    """With action_mask=False an agent may pick an enemy out of its attack range; SMACv2 then sends no
+    command (get_agent_action returns None when get_can_shoot fails): the agent keeps its order (here: idle),
+    exactly as if it had stopped, while last_action records the chosen attack."""
+    a = SMACv2Env("protoss_5_vs_5", seed=2, action_mask=False, compiled=compiled)
+    b = SMACv2Env("protoss_5_vs_5", seed=2, action_mask=False, compiled=compiled)
+    a.reset()
+    b.reset()
+    t = a.unit_table
+    d = np.linalg.norm(t.enemies.pos[None] - t.allies.pos[:, None], axis=2)  # (agent, enemy)
+    i, j = np.unravel_index(np.argmax(d), d.shape)
+    assert d[i, j] > 7.0 and a.get_avail_actions()[i][6 + j] == 1  # far, yet selectable
+    acts = [1] * 5
+    acts[i] = 6 + int(j)
+    a.step(acts)
+    b.step([1] * 5)
+    np.testing.assert_array_equal(a.unit_table.allies.pos, b.unit_table.allies.pos)
+    assert a.last_action[i, 6 + j] == 1
+
+
+def test_conic_field_of_view_as_smacv2() -> None:
+    """conic_fov: SMACv2's sizes, actions 6..6+F-1 turn the cone (no command to the engine), the cone test
+    of is_position_in_cone, the own direction in the observation and the state."""
+    from marl.envs.smac.smacv2.reference import fov_directions, in_cone
+
+    h = np.pi / 12  # half of SMACv2's conic_fov_angle 2 pi / 12
+    assert in_cone(0, 0, 1, 0, 5, np.tan(0.9 * h) * 5, 9, h) and not in_cone(
+        0, 0, 1, 0, 5, np.tan(1.1 * h) * 5, 9, h
+    )
+    assert not in_cone(0, 0, 1, 0, 9.5, 0, 9, h)  # beyond the range
+    assert in_cone(0, 0, 1, 0, -5, 0.1, 9, h)  # SMACv2 compares arctangents: the opposite side counts too
+    assert in_cone(0, 0, 0, 1, 0.1, 5, 9, h) and not in_cone(0, 0, 0, 1, -3, 0.1, 9, h)
+    np.testing.assert_allclose(fov_directions(4), [[1, 0], [0, 1], [-1, 0], [0, -1]], atol=1e-12)
+    for name in ("protoss_5_vs_5", "terran_10_vs_11"):
+        sc = SCENARIOS[name]
+        env = SMACv2Env(name, seed=0, conic_fov=True)
+        want = smacv2_sizes(sc.n_units, sc.n_enemies, sc.race, n_fov=12)
+        assert (env.get_obs_size(), env.get_state_size(), env.n_actions) == want
+    env = SMACv2Env("protoss_5_vs_5", seed=1, conic_fov=True, num_fov_actions=4)
+    still = SMACv2Env("protoss_5_vs_5", seed=1, conic_fov=True, num_fov_actions=4)
+    obs, _ = env.reset()
+    still.reset()
+    own = slice(-5, -3)  # own direction: after the own position, before the 3 type bits
+    assert all((o[own] == [1, 0]).all() for o in obs)  # every agent faces (1, 0) at reset
+    avail = np.array(env.get_avail_actions())
+    assert (avail[:, 6:10] == 1).all()  # the 4 turns are always available to the living
+    env.step([7, 8, 9, 6, 1])  # turn to directions 1, 2, 3, 0; agent 4 stops
+    still.step([1] * 5)
+    np.testing.assert_array_equal(env.unit_table.allies.pos, still.unit_table.allies.pos)  # no command
+    obs = env.get_obs()
+    np.testing.assert_allclose([o[own] for o in obs[:4]], fov_directions(4)[[1, 2, 3, 0]], atol=1e-7)
+    allies = env.get_state_dict()["allies"]
+    np.testing.assert_allclose(allies[:4, 5:7], fov_directions(4)[[1, 2, 3, 0]], atol=1e-7)
+    assert env.action_name(0, 7) == "turn field of view 1" and env.action_name(0, 10) == "attack enemy 0"

@@ -1,6 +1,6 @@
 """Parity of ``V2Observer`` (marl/envs/smac/smacv2/features.py) with a literal, loop-by-loop reading of
 smacv2's ``get_obs_agent`` and the EPO bookkeeping of its ``step`` (prob_obs_enemy 0 or 1, so that the only
-randomness is the agents' visiting order, which both take from the same generator)."""
+randomness is the agents' visiting order, which both take from the same stream)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from marl.envs.smac.options import MAX_SHIELD, SmacOptions
-from marl.envs.smac.smacv2.features import V2Flags, V2Observer
+from marl.envs.smac.smacv2.features import V2Flags, visiting_order
+from marl.envs.smac.smacv2.observer import V2Observer
 
 ORDER = {"P": ("stalker", "zealot", "colossus"), "T": ("marine", "marauder", "medivac")}
 
@@ -136,9 +137,9 @@ def test_observer_matches_the_smacv2_loops(race: str, opt: dict, flags: V2Flags)
             last = np.eye(ob.sizes["n_actions"])[rng.integers(0, ob.sizes["n_actions"], n)]
             seed = int(rng.integers(1 << 30))
             got = ob.observe(
-                pos, health, hmax, shield, move, true_avail, last, step / 200, np.random.default_rng(seed)
+                pos, health, hmax, shield, move, true_avail, last, step / 200, np.array([seed], np.uint64)
             )
-            order = np.random.default_rng(seed).permutation(n)
+            order = visiting_order(np.array([seed], np.uint64), n)  # the observer's first draws
             want = reference_obs(
                 ob,
                 types,

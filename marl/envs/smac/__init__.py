@@ -32,7 +32,7 @@ def make_sc2_env(
     map_name: str = "3m", backend: str = "auto", seed: int | None = None, **args: Any
 ) -> StarCraft2Env:
     """Registry factory: a SMAC env for ``map_name`` on ``backend`` (sim | auto | sc2); a SMACv2 scenario name
-    (``protoss_5_vs_5`` ...) gives a :class:`SMACv2Env` on the embedded engine."""
+    (``protoss_5_vs_5`` ...) gives a :class:`SMACv2Env` (sc2: the game with SMACv2's map 32x32_flat)."""
     if is_scenario(map_name):
         return SMACv2Env(map_name=map_name, backend=backend, seed=seed, **args)
     return StarCraft2Env(map_name=map_name, backend=backend, seed=seed, **args)

@@ -49,13 +49,16 @@ class BatchedStarCraft2Env:
         self.spec = load_map(map_name)
         self.opts = SmacOptions.from_flags(**smac_flags)
         self.features = f = SmacFeatures(self.spec, self.opts, threads=threads)
-        self.n_envs = E = int(n_envs)
-        self.n_agents, self.n_enemies = n, m = self.spec.n_agents, self.spec.n_enemies
-        self.n_actions = A = f.n_actions
         self.episode_limit = self.spec.episode_limit
-        self.engine = BatchedSimEngine(self.spec, E, seed, threads)
+        self.engine = BatchedSimEngine(self.spec, int(n_envs), seed, threads)
         self.max_reward = max_reward(self.spec, self.opts)  # replaced by the engine's maxima at first reset
         self._max_reward_from_table = False
+        n, m = self.spec.n_agents, self.spec.n_enemies
+        self._init_buffers(int(n_envs), n, m, f.n_actions, f.obs_size, f.state_size)
+
+    def _init_buffers(self, E: int, n: int, m: int, A: int, obs_size: int, state_size: int) -> None:
+        """Sizes, counters and per-env episode bookkeeping (shared with ``BatchedSMACv2Env``)."""
+        self.n_envs, self.n_agents, self.n_enemies, self.n_actions = E, n, m, A
         self.battles_won = np.zeros(E, dtype=np.int64)
         self.battles_game = np.zeros(E, dtype=np.int64)
         self.timeouts = np.zeros(E, dtype=np.int64)
@@ -71,8 +74,8 @@ class BatchedStarCraft2Env:
         self._targets: list[list[int | None]] = [[None] * n for _ in range(E)]  # heuristic_ai targets
         self._units = None
         self._avail = np.zeros((E, n, A), dtype=np.int64)
-        self._obs = np.zeros((E, n, f.obs_size), dtype=np.float32)
-        self._state = np.zeros((E, f.state_size), dtype=np.float32)
+        self._obs = np.zeros((E, n, obs_size), dtype=np.float32)
+        self._state = np.zeros((E, state_size), dtype=np.float32)
 
     # ------------------------------------------------------------------ episode control
     def reset(self) -> tuple[np.ndarray, np.ndarray]:
@@ -84,11 +87,7 @@ class BatchedStarCraft2Env:
         of all envs."""
         mask = self._mask(mask)
         idx = None if mask.all() else np.flatnonzero(mask)
-        table = self.engine.reset_envs(mask)
-        if not self._max_reward_from_table:  # SMAC adds the enemies' health+shield maxima on the first reset
-            self.max_reward = max_reward(self.spec, self.opts, table.table(0).enemies)
-            self._max_reward_from_table = True
-        self._units = table.units()
+        self._units = self._respawn(mask)
         rows = slice(None) if idx is None else idx
         self._steps[rows] = 0
         self._running[rows] = True
@@ -98,6 +97,30 @@ class BatchedStarCraft2Env:
             self._targets[e] = [None] * self.n_agents
         self._observe(idx)
         return self._obs, self._state
+
+    def _respawn(self, mask: np.ndarray) -> Any:
+        """Respawn the envs of ``mask`` in the engine; the units of every env."""
+        table = self.engine.reset_envs(mask)
+        if not self._max_reward_from_table:  # SMAC adds the enemies' health+shield maxima on the first reset
+            self.max_reward = max_reward(self.spec, self.opts, table.table(0).enemies)
+            self._max_reward_from_table = True
+        return table.units()
+
+    def _engine_step(self, actions_EN: np.ndarray, mask: np.ndarray | None) -> Any:
+        """Step the engine (the envs of ``mask``, None = all); the units of every env."""
+        return self.engine.step(actions_EN, mask).units()
+
+    def _engine_actions(self, actions_BN: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """What the engine runs for the actions of the envs ``rows`` (SMAC: the actions themselves)."""
+        return actions_BN
+
+    def _reward_and_end(self, prev: Any, cur: Any, dead: np.ndarray, rows: np.ndarray) -> tuple:
+        """(reward before the end bonus, end code, dead allies, dead enemies) of the envs ``rows``."""
+        return self.features.reward_and_end(prev, cur, dead)
+
+    def _reward_divisor(self, rows: np.ndarray) -> Any:
+        """SMAC's reward scale (max_reward / reward_scale_rate) of the envs ``rows``."""
+        return self.max_reward / self.opts.reward_scale_rate
 
     def step(
         self, actions_EN: Any, mask: np.ndarray | None = None
@@ -129,30 +152,32 @@ class BatchedStarCraft2Env:
                 "call reset() or reset_envs() first"
             )
         sub = self._check_actions(a if idx is None else a[idx], rows)
-        f, o = self.features, self.opts
+        o = self.opts
         if idx is None:
             self._last_action = self._eye[sub]
         else:
             self._last_action[idx] = self._eye[sub]
         if o.heuristic_ai:
+            f = self.features
             u = self._units if idx is None else self._units.take(idx)
             sub = f.batch_heuristic(
                 u, [self._targets[e] for e in rows], self._avail[rows], o.heuristic_rest, f.batch_geometry(u)
             )
+        sub = self._engine_actions(sub, rows)
         if idx is None:
             full = sub
         else:
             full = np.zeros((E, n), dtype=np.int64)
             full[idx] = sub
         prev = self._units
-        self._units = self.engine.step(full, mask).units()
+        self._units = self._engine_step(full, mask)
         if idx is None:
             self._steps += 1
             cur, dead, steps = self._units, self._dead, self._steps
         else:
             self._steps[idx] += 1
             prev, cur, dead, steps = prev.take(idx), self._units.take(idx), self._dead[idx], self._steps[idx]
-        reward, code, dead_a, dead_e = f.reward_and_end(prev, cur, dead)
+        reward, code, dead_a, dead_e = self._reward_and_end(prev, cur, dead, rows)
         if idx is not None:
             self._dead[idx] = dead
         # the end bonus by code (+1 win, 0 draw, 2 running, -1 loss = index 3); sparse: the reward itself
@@ -166,7 +191,7 @@ class BatchedStarCraft2Env:
         self.timeouts[where] += timeout
         self._running[where] = ~term
         if o.reward_scale:
-            reward = reward / (self.max_reward / o.reward_scale_rate)
+            reward = reward / self._reward_divisor(rows)
         self._observe(idx)
         if idx is None:
             info = {
@@ -216,7 +241,7 @@ class BatchedStarCraft2Env:
                 act = int(a[k, i])
                 raise ValueError(
                     f"env {rows[k]}, agent {i} cannot take action {act} "
-                    f"({self.action_name(i, act)}); available actions: "
+                    f"({self.action_name(i, act, int(rows[k]))}); available actions: "
                     f"{np.flatnonzero(avail[k, i]).tolist()}"
                 )
         return a
@@ -251,8 +276,8 @@ class BatchedStarCraft2Env:
         """(E, n_agents, n_actions) int64 0/1."""
         return self._avail
 
-    def action_name(self, agent_id: int, action: int) -> str:
-        """Readable name of an action of one agent."""
+    def action_name(self, agent_id: int, action: int, env: int = 0) -> str:
+        """Readable name of an action of one agent (of env ``env``: the same on every env of a SMAC map)."""
         if action < N_ACTIONS_NO_ATTACK:
             return _ACTION_NAMES[action]
         kind = "heal ally" if self.features.ally_medivac[agent_id] else "attack enemy"
@@ -383,17 +408,20 @@ class BatchedSmacVectorEnv:
 
 
 @register("batched_env", "sc2")
-def batched_sc2_vector_env(
-    map_name: str, backend: str, n_envs: int, seed: int, **args: Any
-) -> BatchedSmacVectorEnv | None:
-    """The "sc2" env's batched fast path: a :class:`BatchedSmacVectorEnv` of ``n_envs`` rows, row ``r``
-    seeded ``seed + r``, equal to ``n_envs`` ``StarCraft2Env`` seeded so, when ``backend`` resolves to the
-    embedded engine; None for the real game (:meth:`marl.envs.factory.EnvFactory.batched`) and for SMACv2
-    scenarios (no batched path yet: the runner steps ``n_envs`` :class:`SMACv2Env` s)."""
+def batched_sc2_vector_env(map_name: str, backend: str, n_envs: int, seed: int, **args: Any) -> Any:
+    """The "sc2" env's batched fast path when ``backend`` resolves to the embedded engine: a
+    :class:`BatchedSmacVectorEnv` of ``n_envs`` rows (row ``r`` equal to ``StarCraft2Env`` seeded
+    ``seed + r``), or for a SMACv2 scenario a ``BatchedSMACv2VectorEnv`` (row ``r`` equal to ``SMACv2Env``
+    seeded ``seed + r``); None for the real game (:meth:`marl.envs.factory.EnvFactory.batched`)."""
     from marl.envs.smac.sc2 import resolve_backend
 
     if is_scenario(map_name):
-        return None
+        from marl.envs.smac.sc2.install import resolve_gen_backend
+        from marl.envs.smac.smacv2.batched import BatchedSMACv2VectorEnv
+
+        if resolve_gen_backend(backend)[0] != "sim":
+            return None
+        return BatchedSMACv2VectorEnv(map_name, n_envs, seed, **args)
     if resolve_backend(backend, map_name)[0] != "sim":
         return None
     return BatchedSmacVectorEnv(map_name, n_envs, seed, **args)

@@ -112,9 +112,7 @@ class StarCraft2Env(MultiAgentEnv):
             self._engine = make_engine(self.spec, self.backend, self._seed, self.difficulty, self.step_mul)
         table = self._engine.reset()
         if hasattr(self._engine, "game_spec") and not self._max_reward_from_table:
-            # the real game: SMAC reads the pathing grid and heights from the game, not the map file
-            self.spec = self._engine.game_spec()
-            self.features = SmacFeatures(self.spec, self.opts)
+            self._adopt_game_map(self._engine.game_spec())
         self._check_table(table)
         if not self._max_reward_from_table:  # SMAC adds the enemies' health+shield maxima on the first reset
             self.max_reward = max_reward(self.spec, self.opts, table.enemies)
@@ -129,6 +127,15 @@ class StarCraft2Env(MultiAgentEnv):
         self._frames = [(table.copy(), None)]
         self._set_table(table)
         return self.get_obs(), self.get_state()
+
+    def _engine_actions(self, acts: np.ndarray) -> np.ndarray:
+        """What the engine runs for the agents' actions ``acts`` (SMAC: the actions themselves)."""
+        return acts
+
+    def _adopt_game_map(self, spec: MapSpec) -> None:
+        """The real game: SMAC reads the pathing grid and heights from the game, not the map file."""
+        self.spec = spec
+        self.features = SmacFeatures(self.spec, self.opts)
 
     def step(self, actions: Any) -> tuple[float, bool, dict[str, Any]]:
         """Apply one joint action; returns (reward, terminated, info) with SMAC's info keys."""
@@ -147,15 +154,16 @@ class StarCraft2Env(MultiAgentEnv):
                 self.features.batch_geometry(self._units),
             )[0]
         prev = self._units
+        engine_acts = self._engine_actions(acts)
         try:
-            table = self._engine.step(acts.copy())
+            table = self._engine.step(engine_acts.copy())
         except EpisodeAborted:  # the connection failed and SC2 was relaunched: SMAC returns (0, True, {})
             self._terminated = True
             self._episode_count += 1
             return 0.0, True, {}
         self._check_table(table)
         self._episode_steps += 1
-        self._frames.append((table.copy(), acts))
+        self._frames.append((table.copy(), engine_acts))
         self._set_table(table)
 
         reward_E, code_E, dead_a, dead_e = self.features.reward_and_end(prev, self._units, self._dead)

@@ -24,6 +24,24 @@ def _cell(padded, x, y, pad):
 
 
 @njit(cache=True)
+def move_block(o, avail_row, px, py, walk_out, height, pad, surround, obs_path, obs_height):
+    """SMAC's move block of an observation ``o`` at (px, py): the 4 move flags (``avail_row[2:6]``), then the
+    surrounding pathing (8) and heights (8 + own cell) when on."""
+    for d in range(4):
+        o[d] = avail_row[2 + d]
+    col = 4
+    cx, cy = int(np.trunc(px)), int(np.trunc(py))
+    if obs_path:
+        for s in range(8):
+            o[col + s] = _cell(walk_out, cx + surround[s, 0], cy + surround[s, 1], pad)
+        col += 8
+    if obs_height:
+        for s in range(8):
+            o[col + s] = _cell(height, cx + surround[s, 0], cy + surround[s, 1], pad)
+        o[col + 8] = _cell(height, cx, cy, pad)
+
+
+@njit(cache=True)
 def observe_kernel(
     n,
     pos,
@@ -78,6 +96,7 @@ def observe_kernel(
     dist = np.empty(U)
     dx = np.empty(U)
     dy = np.empty(U)
+    no_fov = np.zeros((n, 2))  # SMAC has no field of view (fill_state's conic=False)
     for e in range(E):
         h = hmax[e] if per_env_max else hmax[0]
         for i in range(n):
@@ -105,20 +124,7 @@ def observe_kernel(
                         avail[e, i, 6 + j] = 1
             # observation: move block
             o = obs[e, i]
-            for d in range(4):
-                o[d] = avail[e, i, 2 + d]
-            col = 4
-            if obs_path or obs_height:
-                cx, cy = int(np.trunc(px)), int(np.trunc(py))
-                if obs_path:
-                    for s in range(8):
-                        o[col + s] = _cell(walk_out, cx + surround[s, 0], cy + surround[s, 1], pad)
-                    col += 8
-                if obs_height:
-                    for s in range(8):
-                        o[col + s] = _cell(height, cx + surround[s, 0], cy + surround[s, 1], pad)
-                    o[col + 8] = _cell(height, cx, cy, pad)
-                    col += 9
+            move_block(o, avail[e, i], px, py, walk_out, height, pad, surround, obs_path, obs_height)
             col = move
             # enemy block
             for j in range(m):
@@ -175,43 +181,86 @@ def observe_kernel(
                 o[col + t] = ally_onehot[i, t]
             if obs_time:
                 o[col + b] = steps[e] / episode_limit
-        # state
-        if state.shape[1] == 0:
-            continue
-        st = state[e]
-        fsa = 4 + s_a + b
-        fse = 3 + s_e + b
-        cx, cy = map_x / 2, map_y / 2
+        if state.shape[1] > 0:
+            fill_state(
+                e, n, pos, health, shield, cooldown, energy, h, last_action, steps, medivac, ally_onehot,
+                enemy_onehot, ally_max_shield, enemy_max_shield, ally_max_cd, map_x, map_y, episode_limit,
+                state_last, state_time, s_a, s_e, no_fov, False, state[e],
+            )  # fmt: skip
+
+
+@njit(cache=True)
+def fill_state(
+    e,
+    n,
+    pos,
+    health,
+    shield,
+    cooldown,
+    energy,
+    h,
+    last_action,
+    steps,
+    medivac,
+    ally_onehot,
+    enemy_onehot,
+    ally_max_shield,
+    enemy_max_shield,
+    ally_max_cd,
+    map_x,
+    map_y,
+    episode_limit,
+    state_last,
+    state_time,
+    s_a,
+    s_e,
+    fov,
+    conic,
+    st,
+):
+    """SMAC's state of env ``e`` into ``st`` (S,), zeroed by the caller (layout as features.py); ``h`` (U,)
+    health maxima, the per-unit arrays are this env's. With ``conic`` (SMACv2's conic_fov) each agent's row
+    also holds its field-of-view direction ``fov`` (n, 2) after its shield."""
+    m = pos.shape[1] - n
+    A = last_action.shape[2]
+    b = ally_onehot.shape[1]
+    c2 = 2 if conic else 0
+    fsa = 4 + s_a + c2 + b
+    fse = 3 + s_e + b
+    cx, cy = map_x / 2, map_y / 2
+    for i in range(n):
+        if health[e, i] > 0:
+            base = i * fsa
+            st[base] = health[e, i] / h[i]
+            st[base + 1] = (energy[e, i] if medivac[i] else cooldown[e, i]) / ally_max_cd[i]
+            st[base + 2] = (pos[e, i, 0] - cx) / map_x
+            st[base + 3] = (pos[e, i, 1] - cy) / map_y
+            if s_a:
+                st[base + 4] = shield[e, i] / ally_max_shield[i]
+            if conic:
+                st[base + 4 + s_a] = fov[i, 0]
+                st[base + 5 + s_a] = fov[i, 1]
+            for t in range(b):
+                st[base + 4 + s_a + c2 + t] = ally_onehot[i, t]
+    off = n * fsa
+    for j in range(m):
+        k = n + j
+        if health[e, k] > 0:
+            base = off + j * fse
+            st[base] = health[e, k] / h[k]
+            st[base + 1] = (pos[e, k, 0] - cx) / map_x
+            st[base + 2] = (pos[e, k, 1] - cy) / map_y
+            if s_e:
+                st[base + 3] = shield[e, k] / enemy_max_shield[j]
+            for t in range(b):
+                st[base + 3 + s_e + t] = enemy_onehot[j, t]
+    off += m * fse
+    if state_last:
         for i in range(n):
-            if health[e, i] > 0:
-                base = i * fsa
-                st[base] = health[e, i] / h[i]
-                st[base + 1] = (energy[e, i] if medivac[i] else cooldown[e, i]) / ally_max_cd[i]
-                st[base + 2] = (pos[e, i, 0] - cx) / map_x
-                st[base + 3] = (pos[e, i, 1] - cy) / map_y
-                if s_a:
-                    st[base + 4] = shield[e, i] / ally_max_shield[i]
-                for t in range(b):
-                    st[base + 4 + s_a + t] = ally_onehot[i, t]
-        off = n * fsa
-        for j in range(m):
-            k = n + j
-            if health[e, k] > 0:
-                base = off + j * fse
-                st[base] = health[e, k] / h[k]
-                st[base + 1] = (pos[e, k, 0] - cx) / map_x
-                st[base + 2] = (pos[e, k, 1] - cy) / map_y
-                if s_e:
-                    st[base + 3] = shield[e, k] / enemy_max_shield[j]
-                for t in range(b):
-                    st[base + 3 + s_e + t] = enemy_onehot[j, t]
-        off += m * fse
-        if state_last:
-            for i in range(n):
-                for a in range(A):
-                    st[off + i * A + a] = last_action[e, i, a]
-        if state_time:
-            st[st.shape[0] - 1] = steps[e] / episode_limit
+            for a in range(A):
+                st[off + i * A + a] = last_action[e, i, a]
+    if state_time:
+        st[st.shape[0] - 1] = steps[e] / episode_limit
 
 
 @njit(cache=True)

@@ -44,6 +44,20 @@ MAP_TYPES = (
     "terran_gen",
     "zerg_gen",
 )
+# SMACv2's 10gen maps (map file 32x32_flat) define one RL copy of each of these units; their unit-type ids are
+# the game's last 9, in this (alphabetical) order (smacv2 starcraft2.py ``_init_ally_unit_types``), and agents
+# are sorted by (unit id, x, y) (``init_units``).
+GEN_RL_UNIT_ORDER = (
+    "baneling",
+    "colossus",
+    "hydralisk",
+    "marauder",
+    "marine",
+    "medivac",
+    "stalker",
+    "zealot",
+    "zergling",
+)
 # Map types whose Medivacs heal (action 6 + j targets ally j) and whose end rule ignores a lone Medivac
 # (oxwhirl/smac ``only_medivac_left``; SMACv2 applies the same to terran_gen).
 MEDIVAC_MAP_TYPES = ("MMM", "terran_gen")

@@ -22,6 +22,14 @@ INSTALL_HINT = (
     "engine instead: backend='sim' (command line: --backend sim)."
 )
 
+# SMACv2's scenarios (maps 10gen_<race>) all load this map file (smacv2 maps/smac_maps.py), which SMAC's map
+# pack lacks; SMACv2's README ("Getting started") has users put SMACv2's SMAC_Maps folder in place.
+GEN_MAP = "32x32_flat"
+GEN_MAP_HINT = (
+    f"SMACv2 scenarios load the map {GEN_MAP}.SC2Map, which SMAC's map pack does not have: copy SMACv2's "
+    f"SMAC_Maps folder (see SMACv2's README, 'Getting started') into $SC2PATH/Maps/{SMAC_MAP_DIR}."
+)
+
 
 class Sc2Unavailable(RuntimeError):
     """The real StarCraft II backend cannot run here; the message says why and what to do."""
@@ -105,3 +113,12 @@ def resolve_backend(backend: str, map_name: str) -> tuple[str, str]:
         f"SMAC backend for {map_name}: embedded engine, because {found.explain()}; "
         "run scripts/install_sc2.sh for the real game"
     )
+
+
+def resolve_gen_backend(backend: str) -> tuple[str, str]:
+    """:func:`resolve_backend` for SMACv2 scenarios, whose map file is ``32x32_flat``; the error for
+    backend="sc2" without it also says where SMACv2's map comes from."""
+    try:
+        return resolve_backend(backend, GEN_MAP)
+    except Sc2Unavailable as err:
+        raise Sc2Unavailable(f"{err} {GEN_MAP_HINT}") from err

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from marl.envs.smac.types import MapSpec, SideTable, UnitTable
+from marl.envs.smac.types import GEN_RL_UNIT_ORDER, MapSpec, SideTable, UnitTable
 
 ABILITY_STOP, ABILITY_MOVE, ABILITY_ATTACK, ABILITY_HEAL = 4, 16, 23, 386
 MOVE_AMOUNT = 2.0
@@ -50,6 +50,11 @@ ALLY_RL_ORDER = {
     "hydralisks": ("hydralisk",),
     "colossus": ("colossus",),
     "bane": ("baneling", "zergling"),
+    # SMACv2's 10gen maps: ids counted from the first of the 9 RL types (``UnitTracker.rl_base``), not from
+    # the smallest id present (a generated team may lack the first types)
+    "protoss_gen": GEN_RL_UNIT_ORDER,
+    "terran_gen": GEN_RL_UNIT_ORDER,
+    "zerg_gen": GEN_RL_UNIT_ORDER,
 }
 _DIRS = ((0.0, MOVE_AMOUNT), (0.0, -MOVE_AMOUNT), (MOVE_AMOUNT, 0.0), (-MOVE_AMOUNT, 0.0))  # N, S, E, W
 
@@ -76,9 +81,13 @@ def _side(units: Sequence[Any], names: tuple[str, ...]) -> SideTable:
 
 
 class UnitTracker:
-    """Assigns agent/enemy ids once per episode and follows the units by tag afterwards."""
+    """Assigns agent/enemy ids once per episode and follows the units by tag afterwards.
 
-    def __init__(self, spec: MapSpec) -> None:
+    ``rl_base``: the id of the first RL type when the game says it (SMACv2's maps); else, as SMAC, the
+    smallest ally id present is taken for the map type's first RL type.
+    """
+
+    def __init__(self, spec: MapSpec, rl_base: int | None = None) -> None:
         if spec.map_type not in ALLY_RL_ORDER:
             raise ValueError(
                 f"map type {spec.map_type!r} has no RL-unit order; known: {sorted(ALLY_RL_ORDER)}"
@@ -88,6 +97,7 @@ class UnitTracker:
         self.enemy_tags = np.zeros(0, dtype=np.uint64)
         self.table: UnitTable | None = None
         self.min_ally_type: int | None = None
+        self.rl_base = rl_base
 
     def ally_name(self, unit_type: int, min_type: int) -> str:
         order = ALLY_RL_ORDER[self.spec.map_type]
@@ -95,7 +105,7 @@ class UnitTracker:
         if not 0 <= k < len(order):
             raise Sc2MapMismatch(
                 f"{self.spec.name}: ally unit type id {unit_type} is {k} above the "
-                f"smallest ally id {min_type}; map type {self.spec.map_type} has "
+                f"first RL id {min_type}; map type {self.spec.map_type} has "
                 f"{len(order)} RL types {order}"
             )
         return order[k]
@@ -108,7 +118,7 @@ class UnitTracker:
         if len(allies) != spec.n_agents or len(enemies) != spec.n_enemies:
             return None
         allies.sort(key=lambda u: (u.unit_type, u.pos.x, u.pos.y))
-        min_type = min(u.unit_type for u in allies)
+        min_type = self.rl_base if self.rl_base is not None else min(u.unit_type for u in allies)
         ally_names = tuple(self.ally_name(u.unit_type, min_type) for u in allies)
         if ally_names != spec.ally_types:
             raise Sc2MapMismatch(

@@ -171,43 +171,88 @@ def sim_step_parallel(actions, na, props, utype, grid, nav, enemy_order, S, rng)
 
 
 @njit(cache=True)
+def _reset_env(e, na, props, utype, grid, base_pos, noise, enemy_order, target, target2, S, rng):
+    """Respawn env ``e``: base layout + uniform noise, full stats, enemy orders."""
+    u = S.shape[1]
+    for i in range(u):
+        ut = utype[i]
+        x = base_pos[i, 0] + noise * (2.0 * rand_uniform(rng, e) - 1.0)
+        y = base_pos[i, 1] + noise * (2.0 * rand_uniform(rng, e) - 1.0)
+        ground = props[ut, AIR] == 0 and props[ut, CLIFF_WALK] == 0
+        if ground and not walkable(grid, x, y):
+            x, y = base_pos[i, 0], base_pos[i, 1]
+        S[e, i, S_X] = x
+        S[e, i, S_Y] = y
+        S[e, i, S_HP] = props[ut, HP]
+        S[e, i, S_SH] = props[ut, SHIELD]
+        S[e, i, S_EN] = ENERGY_START if props[ut, HEALER] > 0 else 0.0
+        S[e, i, S_CD] = 0.0
+        S[e, i, S_SINCE] = 1e9
+        S[e, i, S_OK] = IDLE
+        S[e, i, S_TGT] = -1
+        S[e, i, S_LA] = -1
+        S[e, i, S_HT] = -1
+        S[e, i, S_OX] = x
+        S[e, i, S_OY] = y
+    gx, gy = target[0], target[1]
+    if enemy_order == ORDER_BETWEEN:
+        f = rand_uniform(rng, e)
+        gx = target[0] + f * (target2[0] - target[0])
+        gy = target[1] + f * (target2[1] - target[1])
+    elif enemy_order == ORDER_GROUP:
+        gx, gy, _ = _ally_centroid(e, na, S)
+    if enemy_order == ORDER_NEAREST:
+        _order_nearest(e, na, props, utype, S)
+    elif enemy_order != ORDER_NONE:
+        for i in range(na, u):
+            S[e, i, S_OK] = AMOVE
+            S[e, i, S_OX] = gx
+            S[e, i, S_OY] = gy
+
+
+@njit(cache=True)
 def sim_reset(mask, na, props, utype, grid, base_pos, noise, enemy_order, target, target2, S, rng):
-    """Respawn every env with ``mask[e]``: base layout + uniform noise, full stats, enemy orders."""
-    n_env, u = S.shape[0], S.shape[1]
-    for e in range(n_env):
-        if not mask[e]:
-            continue
-        for i in range(u):
-            ut = utype[i]
-            x = base_pos[i, 0] + noise * (2.0 * rand_uniform(rng, e) - 1.0)
-            y = base_pos[i, 1] + noise * (2.0 * rand_uniform(rng, e) - 1.0)
-            ground = props[ut, AIR] == 0 and props[ut, CLIFF_WALK] == 0
-            if ground and not walkable(grid, x, y):
-                x, y = base_pos[i, 0], base_pos[i, 1]
-            S[e, i, S_X] = x
-            S[e, i, S_Y] = y
-            S[e, i, S_HP] = props[ut, HP]
-            S[e, i, S_SH] = props[ut, SHIELD]
-            S[e, i, S_EN] = ENERGY_START if props[ut, HEALER] > 0 else 0.0
-            S[e, i, S_CD] = 0.0
-            S[e, i, S_SINCE] = 1e9
-            S[e, i, S_OK] = IDLE
-            S[e, i, S_TGT] = -1
-            S[e, i, S_LA] = -1
-            S[e, i, S_HT] = -1
-            S[e, i, S_OX] = x
-            S[e, i, S_OY] = y
-        gx, gy = target[0], target[1]
-        if enemy_order == ORDER_BETWEEN:
-            f = rand_uniform(rng, e)
-            gx = target[0] + f * (target2[0] - target[0])
-            gy = target[1] + f * (target2[1] - target[1])
-        elif enemy_order == ORDER_GROUP:
-            gx, gy, _ = _ally_centroid(e, na, S)
-        if enemy_order == ORDER_NEAREST:
-            _order_nearest(e, na, props, utype, S)
-        elif enemy_order != ORDER_NONE:
-            for i in range(na, u):
-                S[e, i, S_OK] = AMOVE
-                S[e, i, S_OX] = gx
-                S[e, i, S_OY] = gy
+    """Respawn every env with ``mask[e]`` (see :func:`_reset_env`)."""
+    for e in range(S.shape[0]):
+        if mask[e]:
+            _reset_env(e, na, props, utype, grid, base_pos, noise, enemy_order, target, target2, S, rng)
+
+
+# ---------------------------------------------------------------- envs with their own units (SMACv2)
+# The same per-env code as above with per-env unit types ``utype_EU`` (E, U) and spawn layouts
+# ``base_pos_EU`` (E, U, 2): env e runs exactly what a one-env engine of its units runs.
+
+
+@njit(cache=True)
+def sim_reset_typed(mask, na, props, utype_EU, grid, base_pos_EU, noise, enemy_order, S, rng):
+    """:func:`sim_reset` with per-env unit types and spawn layouts (orders without a target point)."""
+    none = np.zeros(2)
+    for e in range(S.shape[0]):
+        if mask[e]:
+            _reset_env(
+                e, na, props, utype_EU[e], grid, base_pos_EU[e], noise, enemy_order, none, none, S, rng
+            )
+
+
+@njit(cache=True)
+def sim_step_typed(actions, mask, na, props, utype_EU, grid, nav, enemy_order, S, rng):
+    """:func:`sim_step` of the envs with ``mask[e]``, each with its own unit types ``utype_EU[e]``."""
+    u = S.shape[1]
+    buf = np.empty((u, 4))
+    idx = np.empty(u, dtype=np.int64)
+    perm = np.empty(u, dtype=np.int64)
+    for e in range(S.shape[0]):
+        if mask[e]:
+            _step_env(e, actions, na, props, utype_EU[e], grid, nav, enemy_order, S, rng, buf, idx, perm)
+
+
+@njit(cache=True, parallel=True)
+def sim_step_typed_parallel(actions, mask, na, props, utype_EU, grid, nav, enemy_order, S, rng):
+    """:func:`sim_step_typed` with the envs spread over Numba's threads (same results)."""
+    u = S.shape[1]
+    for e in prange(S.shape[0]):
+        if mask[e]:
+            buf = np.empty((u, 4))
+            idx = np.empty(u, dtype=np.int64)
+            perm = np.empty(u, dtype=np.int64)
+            _step_env(e, actions, na, props, utype_EU[e], grid, nav, enemy_order, S, rng, buf, idx, perm)
