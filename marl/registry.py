@@ -25,7 +25,7 @@ KINDS = ("env", "batched_env", "agent", "mixer", "critic", "learner", "runner")
 # importing marl.registry never pulls in MindSpore).
 _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "env": ("marl.envs.fake", "marl.envs.smac", "marl.envs.mpe", "marl.envs.gym"),
-    "batched_env": ("marl.envs.smac.batched_env",),
+    "batched_env": ("marl.envs.smac.batched_factory",),
     "agent": ("marl.modules.agents",),
     "mixer": ("marl.modules.mixers", "marl.modules.qplex"),
     "critic": ("marl.modules.critics",),

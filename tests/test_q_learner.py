@@ -139,11 +139,15 @@ def test_jit_and_eager_give_the_same_losses(mixer: str, opt: str) -> None:
     "mixer,opt", [("qmix", "adam"), ("vdn", "rmsprop"), ("none", "adam"), ("qplex", "adam")]
 )
 def test_training_reduces_loss(mixer: str, opt: str) -> None:
+    # Initial weights come from numpy's global stream: seed it so the test does not depend on the tests
+    # before it. RMSProp at lr 1e-2 diverged from 2 of 30 inits on this tiny batch; 3e-3 reduced all 30.
+    np.random.seed(0)
+    lr = 3e-3 if opt == "rmsprop" else 1e-2
     learner = build(
         "learner",
         "q_learner",
         info=INFO,
-        cfg=cfg(mixer=mixer, optimizer=opt, lr=1e-2, target_update_interval=1000),
+        cfg=cfg(mixer=mixer, optimizer=opt, lr=lr, target_update_interval=1000),
     )
     batch = make_batch(20, b=4)
     losses = [learner.train(batch, 0, 0)["loss"] for _ in range(12)]

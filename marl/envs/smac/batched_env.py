@@ -17,9 +17,7 @@ import numpy as np
 from marl.envs.smac.features import N_ACTIONS_NO_ATTACK, RUNNING, SmacFeatures, SmacOptions, max_reward
 from marl.envs.smac.maps import load_map
 from marl.envs.smac.sim.engine import BatchedSimEngine
-from marl.envs.smac.smacv2.scenarios import is_scenario
 from marl.envs.vector import Obs, Transition
-from marl.registry import register
 
 _ACTION_NAMES = ("no-op", "stop", "move north", "move south", "move east", "move west")
 # StarCraft2Env keywords that change nothing on the embedded engine (replays, the real game's AI level).
@@ -405,23 +403,3 @@ class BatchedSmacVectorEnv:
 
     def close(self) -> None:
         self.env.close()
-
-
-@register("batched_env", "sc2")
-def batched_sc2_vector_env(map_name: str, backend: str, n_envs: int, seed: int, **args: Any) -> Any:
-    """The "sc2" env's batched fast path when ``backend`` resolves to the embedded engine: a
-    :class:`BatchedSmacVectorEnv` of ``n_envs`` rows (row ``r`` equal to ``StarCraft2Env`` seeded
-    ``seed + r``), or for a SMACv2 scenario a ``BatchedSMACv2VectorEnv`` (row ``r`` equal to ``SMACv2Env``
-    seeded ``seed + r``); None for the real game (:meth:`marl.envs.factory.EnvFactory.batched`)."""
-    from marl.envs.smac.sc2 import resolve_backend
-
-    if is_scenario(map_name):
-        from marl.envs.smac.sc2.install import resolve_gen_backend
-        from marl.envs.smac.smacv2.batched import BatchedSMACv2VectorEnv
-
-        if resolve_gen_backend(backend)[0] != "sim":
-            return None
-        return BatchedSMACv2VectorEnv(map_name, n_envs, seed, **args)
-    if resolve_backend(backend, map_name)[0] != "sim":
-        return None
-    return BatchedSmacVectorEnv(map_name, n_envs, seed, **args)

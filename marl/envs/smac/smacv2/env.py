@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from marl.envs.smac import env as smac_env
+import marl.envs.smac.env as smac_env
 from marl.envs.smac.env import BACKENDS, StarCraft2Env
 from marl.envs.smac.features import SmacFeatures, Units
 from marl.envs.smac.sc2.install import resolve_gen_backend
