@@ -46,12 +46,13 @@ def _help_epilog(config_dir: Path, default_alg: str) -> str:
         defaults = _Layers().values
     width = max(len(k) for k in LEAVES)
     for key, tp in LEAVES.items():
-        if key in defaults:  # the learner keys of the default algorithm's learner family
+        if key in defaults:  # the keys the default algorithm's learner family reads
             lines.append(f"  {key:<{width}}  {_type_name(tp):<14} default {defaults[key]!r}")
     others = sorted(k for k in LEAVES if k not in defaults)
     if others:
         lines.append(
-            "learner keys of other learner families (valid with their algorithms): " + ", ".join(others)
+            f"keys {default_alg} does not read (valid with the algorithms whose learner reads them): "
+            + ", ".join(others)
         )
     return "\n".join(lines)
 
