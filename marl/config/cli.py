@@ -11,15 +11,8 @@ import argparse
 from pathlib import Path
 
 from marl.config.keys import LEAVES, ConfigError, _type_name, parse_override, resolve_key
-from marl.config.layers import (
-    CONFIG_DIR,
-    _flatten_defaults,
-    _Layers,
-    _names,
-    config_to_dict,
-    load_config,
-    load_saved_config,
-)
+from marl.config.layers import CONFIG_DIR, _flatten_defaults, _Layers, _names, load_config
+from marl.config.saved import config_to_dict, load_saved_config
 from marl.config.schema import Config
 
 __all__ = ["build_arg_parser", "config_from_args"]

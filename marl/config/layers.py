@@ -12,7 +12,8 @@ and where the key came from; every value is coerced to its field's type or rejec
 name and the expected type. Command-line keys may be dotted (``learner.lr=5e-4``) or an unambiguous
 leaf name (``lr=5e-4``, ``t_max=20000``); dict fields take nested keys (``env.args.reward_sparse=true``).
 
-This module holds the layering, loading and saving. Key resolution and value coercion live in
+This module holds the layering and loading; writing a run's config and reading it back is
+:mod:`marl.config.saved`. Key resolution and value coercion live in
 :mod:`marl.config.keys` (the package re-exports the common names), the argument-parser helpers used by every
 training script (:func:`build_arg_parser`, :func:`config_from_args`) in :mod:`marl.config.cli`, which
 builds on this module.
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import os
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -299,48 +299,3 @@ def _nested(d: Mapping[str, Any], *path: str) -> Any:
             return None
         d = d[p]
     return d
-
-
-def config_to_dict(cfg: Config) -> dict[str, Any]:
-    """Nested plain-Python dict of ``cfg`` (what :func:`dump_config` writes); a section the algorithm does not
-    read (``None``) is left out."""
-    d = dataclasses.asdict(cfg)
-    return {k: v for k, v in d.items() if not (k in ALG_SECTIONS and v is None)}
-
-
-def config_from_dict(data: Mapping[str, Any], source: str = "config dict") -> Config:
-    """Rebuild a Config from a nested dict (missing keys take schema defaults; unknown keys are errors;
-    keys the learner family does not read are dropped, as run folders of older versions saved them all:
-    every learner field, a mixer and an exploration section)."""
-    layers = _Layers()
-    layers.lenient.add(source)
-    layers.apply_mapping(data, source)
-    return layers.build()
-
-
-def dump_config(cfg: Config, path: str | Path | None = None) -> str:
-    """The resolved config as YAML text; with ``path`` also write it there (a folder gets ``config.yaml``)."""
-    text = yaml.safe_dump(config_to_dict(cfg), sort_keys=False, default_flow_style=False)
-    if path is not None:
-        path = config_path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)  # never leave a half-written config.yaml behind
-    return text
-
-
-def config_path(path: str | Path) -> Path:
-    """Where :func:`dump_config` writes for ``path``: the path itself, or ``config.yaml`` in a folder."""
-    path = Path(path)
-    return path / "config.yaml" if path.is_dir() or path.suffix == "" else path
-
-
-def load_saved_config(path: str | Path) -> Config:
-    """Read a config written by :func:`dump_config` (a file or a run folder holding ``config.yaml``)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "config.yaml"
-    if not path.is_file():
-        raise ConfigError(f"no saved config at {path}; a run folder holds config.yaml")
-    return config_from_dict(_read_yaml(path), str(path))
