@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Learning benchmark: env steps and wall-clock until the greedy test win rate reaches a target.
 
-Runs ``scripts/train_qmix.py`` once per map (a separate process each), watches the run's ``log.jsonl`` and,
+Runs ``scripts/train_qmix.py`` (or ``--script``, e.g. ``train_mappo.py`` for ``--alg coma``) once per map and
+seed (a separate process each), watches the run's ``log.jsonl`` and,
 when ``test_win_rate >= --target``, drops a ``stop`` file into the run folder so the run saves and exits.
 Writes a Markdown table (command, date, nproc, load) to ``benchmarks/results/learn_smac.md`` (or ``--out``).
 Two clocks per run: the trainer's ``time_s`` (from the start of its loop: env stepping, learning, tests and
@@ -10,6 +11,7 @@ compile of the engine's kernels or their load from the cache). Several ``--seeds
 
     python benchmarks/learn_smac.py --maps 3m 8m 2s3z 3s5z 5m_vs_6m --t-max 1000000
     python benchmarks/learn_smac.py --maps 3m --seeds 0 1 2 --alg vdn t_max=300000
+    python benchmarks/learn_smac.py --maps 3m --alg maa2c --script train_mappo.py --t-max 500000
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def run_map(map_name: str, seed: int, args: argparse.Namespace, overrides: list[
     run_dir = results / run_name
     cmd = [
         sys.executable,
-        str(ROOT / "scripts" / "train_qmix.py"),
+        str(ROOT / "scripts" / args.script),
         "--map",
         map_name,
         "--alg",
@@ -121,6 +123,13 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--maps", nargs="+", default=["3m"])
     p.add_argument("--alg", default="qmix")
+    scripts = sorted(f.name for f in (ROOT / "scripts").glob("train_*.py"))
+    p.add_argument(
+        "--script",
+        default="train_qmix.py",
+        choices=scripts,
+        help="training script in scripts/ (default train_qmix.py)",
+    )
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
     p.add_argument("--t-max", type=int, default=1_000_000)
     p.add_argument("--target", type=float, default=0.95)
@@ -133,7 +142,7 @@ def main() -> None:
     rows = [run_map(m, seed, args, overrides, results) for m in args.maps for seed in args.seeds]
 
     lines = [
-        f"# Learning benchmark: {args.alg}, greedy test win rate >= {args.target:.0%}",
+        f"# Learning benchmark: {args.alg} ({args.script}), greedy test win rate >= {args.target:.0%}",
         "",
         f"- command: `python benchmarks/learn_smac.py {' '.join(sys.argv[1:])}`",
         f"- date: {time.strftime('%Y-%m-%d %H:%M %Z')}; nproc: {os.cpu_count()}; "

@@ -336,8 +336,13 @@ class Trainer:
         """Hyper-parameters beside the latest test metrics, for MindInsight's lineage comparison of runs."""
         cfg, d = self.cfg, config_to_dict(self.cfg)
         hp: dict[str, Any] = {"alg": cfg.alg, "env": cfg.env.name, "map": cfg.env.map_name, "seed": cfg.seed}
-        for section in ("learner", "agent", "mixer", "exploration"):
-            for k, v in d[section].items():
+        for section in (
+            "learner",
+            "agent",
+            "mixer",
+            "exploration",
+        ):  # the last two: if the algorithm reads them
+            for k, v in d.get(section, {}).items():
                 if isinstance(v, (bool, int, float, str)):
                     hp[k if section == "learner" else f"{section}.{k}"] = v
         metrics = {k: v for k, v in self.logger.latest.items() if k.startswith("test_")}

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Train MAPPO (or ``--alg ippo``) on an MPE scenario or a SMAC map.
+"""Train MAPPO (or ``--alg ippo | maa2c | coma``) on an MPE scenario or a SMAC map.
 
     python scripts/train_mappo.py --env mpe --map simple_spread
     python scripts/train_mappo.py --env mpe --map simple_tag env.args.team=adversary
@@ -21,5 +21,6 @@ if __name__ == "__main__":
     train_main(
         "train_mappo.py",
         default_alg="mappo",
-        description="Train MAPPO / IPPO on MPE (--env mpe --map simple_spread) or SMAC (--map 3m).",
+        description="Train MAPPO / IPPO / MAA2C / COMA on MPE (--env mpe --map simple_spread) "
+        "or SMAC (--map 3m).",
     )

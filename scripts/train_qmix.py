@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Train QMIX (or ``--alg vdn`` / ``--alg iql``) on a SMAC map.
+"""Train QMIX (or ``--alg vdn | iql | qplex | cw_qmix | ow_qmix | qtran``) on a SMAC map.
 
     python scripts/train_qmix.py --map 3m
     python scripts/train_qmix.py --map 8m --alg vdn --seed 3 t_max=500000 learner.lr=5e-4
@@ -19,5 +19,6 @@ if __name__ == "__main__":
     train_main(
         "train_qmix.py",
         default_alg="qmix",
-        description="Train QMIX / VDN / IQL on a SMAC map (embedded engine by default).",
+        description="Train QMIX / VDN / IQL / QPLEX / CW-QMIX / OW-QMIX / QTRAN on a SMAC map "
+        "(embedded engine by default).",
     )

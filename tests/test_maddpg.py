@@ -9,7 +9,7 @@ import pytest
 
 from marl.buffers.episode import EpisodeBatch, Scheme
 from marl.config import load_config
-from marl.config.schema import AgentConfig, Config, ExplorationConfig, MADDPGConfig
+from marl.config.schema import AgentConfig, Config, MADDPGConfig, NoiseExplorationConfig
 from marl.controllers.deterministic_controller import DeterministicController, squash
 from marl.envs.base import EnvInfo
 from marl.learners.dqn_learner import make_target_update
@@ -60,7 +60,7 @@ def _cfg(**learner: object) -> Config:
     }
     lc.update(learner)
     agent = AgentConfig(name="mlp", hidden_dim=16, obs_last_action=False, obs_agent_id=True)
-    return Config(learner=MADDPGConfig(**lc), agent=agent)
+    return Config(learner=MADDPGConfig(**lc), agent=agent, exploration=NoiseExplorationConfig())
 
 
 def test_gumbel_softmax_straight_through_value_and_gradient():
@@ -161,7 +161,7 @@ def test_state_dict_resume_draws_the_same_minibatches_and_noise():
 
 def test_deterministic_controller_actions():
     weights = params_to_numpy(MADDPGLearner(CONT, _cfg()).nets.actor)
-    expl = ExplorationConfig(noise_start=0.5, noise_finish=0.1, noise_anneal_time=100)
+    expl = NoiseExplorationConfig(noise_start=0.5, noise_finish=0.1, noise_anneal_time=100)
     ctl = DeterministicController(CONT, _cfg().agent, expl, seed=0, weights=weights)
     ctl.init_hidden(64)
     obs = np.random.default_rng(5).normal(size=(64, 2, 3)).astype(np.float32)

@@ -11,15 +11,8 @@ import argparse
 from pathlib import Path
 
 from marl.config.keys import LEAVES, ConfigError, _type_name, parse_override, resolve_key
-from marl.config.layers import (
-    CONFIG_DIR,
-    _flatten_defaults,
-    _Layers,
-    _names,
-    config_to_dict,
-    load_config,
-    load_saved_config,
-)
+from marl.config.layers import CONFIG_DIR, _flatten_defaults, _Layers, _names, load_config
+from marl.config.saved import config_to_dict, load_saved_config
 from marl.config.schema import Config
 
 __all__ = ["build_arg_parser", "config_from_args"]
@@ -46,12 +39,13 @@ def _help_epilog(config_dir: Path, default_alg: str) -> str:
         defaults = _Layers().values
     width = max(len(k) for k in LEAVES)
     for key, tp in LEAVES.items():
-        if key in defaults:  # the learner keys of the default algorithm's learner family
+        if key in defaults:  # the keys the default algorithm's learner family reads
             lines.append(f"  {key:<{width}}  {_type_name(tp):<14} default {defaults[key]!r}")
     others = sorted(k for k in LEAVES if k not in defaults)
     if others:
         lines.append(
-            "learner keys of other learner families (valid with their algorithms): " + ", ".join(others)
+            f"keys {default_alg} does not read (valid with the algorithms whose learner reads them): "
+            + ", ".join(others)
         )
     return "\n".join(lines)
 

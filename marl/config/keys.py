@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from marl.config.schema import LEARNER_CONFIGS, Config
+from marl.config.schema import ALG_SECTIONS, LEARNER_CONFIGS, Config
 
 __all__ = [
     "DICT_FIELDS",
@@ -36,12 +36,19 @@ class ConfigError(ValueError):
 
 
 # --------------------------------------------------------------------------------------------- schema
+def section_type(tp: Any) -> Any:
+    """The dataclass of a section field typed ``X`` or ``X | None`` (an algorithm-dependent section), else
+    ``tp`` unchanged."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    return args[0] if len(args) == 1 and dataclasses.is_dataclass(args[0]) else tp
+
+
 def _fields_of(cls: type, prefix: str = "") -> dict[str, Any]:
     """Map every dotted leaf key of dataclass ``cls`` to its type; sections are walked recursively."""
     hints = typing.get_type_hints(cls)
     out: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
-        tp = hints[f.name]
+        tp = section_type(hints[f.name])
         key = prefix + f.name
         if dataclasses.is_dataclass(tp):
             out.update(_fields_of(tp, key + "."))
@@ -50,18 +57,25 @@ def _fields_of(cls: type, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-# "learner.lr" -> float, "env.args" -> dict[str, Any]; the learner section holds every family's keys (a
-# run keeps only those of its own family: marl.config.layers)
+# "learner.lr" -> float, "env.args" -> dict[str, Any]. The learner section holds every family's keys, and
+# the algorithm-dependent sections every class a family declares for them (e.g. exploration.noise_start):
+# a run keeps only those its learner family reads (marl.config.layers)
 LEAVES: dict[str, Any] = _fields_of(Config)
 for _family in LEARNER_CONFIGS.values():
-    for _key, _tp in _fields_of(_family, "learner.").items():
-        if LEAVES.setdefault(_key, _tp) != _tp:
-            raise TypeError(f"{_key} has two types in the learner config families")
+    _parts = [("learner", _family), *_family.sections.items()]
+    for _section, _cls in _parts:
+        if _section not in ("learner", *ALG_SECTIONS):
+            raise TypeError(
+                f"{_family.__name__}.sections names {_section!r}; allowed: {', '.join(ALG_SECTIONS)}"
+            )
+        for _key, _tp in _fields_of(_cls, _section + ".").items():
+            if LEAVES.setdefault(_key, _tp) != _tp:
+                raise TypeError(f"{_key} has two types in the config families")
 LEARNER_KEYS: frozenset[str] = frozenset(k for k in LEAVES if k.startswith("learner."))
 SECTIONS: frozenset[str] = frozenset(
     f.name
     for f in dataclasses.fields(Config)
-    if dataclasses.is_dataclass(typing.get_type_hints(Config)[f.name])
+    if dataclasses.is_dataclass(section_type(typing.get_type_hints(Config)[f.name]))
 )
 DICT_FIELDS: frozenset[str] = frozenset(k for k, t in LEAVES.items() if typing.get_origin(t) is dict)
 
@@ -178,7 +192,7 @@ def coerce(value: Any, tp: Any, key: str, source: str) -> Any:
 # --------------------------------------------------------------------------------------------- ranges
 def check_ranges(cfg: Config) -> None:
     """Reject values whose type is right but whose range is not (the message names the allowed range)."""
-    lc = cfg.learner
+    lc, ex = cfg.learner, cfg.exploration  # exploration: None when the algorithm reads none
 
     def has(field: str) -> bool:
         return hasattr(lc, field)
@@ -199,9 +213,9 @@ def check_ranges(cfg: Config) -> None:
             ">= 0 (0 = train on every slot)",
         ),
         ("runner.batch_size_run", cfg.runner.batch_size_run >= 1, ">= 1"),
-        ("exploration.epsilon_start", 0.0 <= cfg.exploration.epsilon_start <= 1.0, "in [0, 1]"),
-        ("exploration.epsilon_finish", 0.0 <= cfg.exploration.epsilon_finish <= 1.0, "in [0, 1]"),
-        ("exploration.epsilon_anneal_time", cfg.exploration.epsilon_anneal_time >= 0, ">= 0"),
+        ("exploration.epsilon_start", not ex or 0.0 <= ex.epsilon_start <= 1.0, "in [0, 1]"),
+        ("exploration.epsilon_finish", not ex or 0.0 <= ex.epsilon_finish <= 1.0, "in [0, 1]"),
+        ("exploration.epsilon_anneal_time", not ex or ex.epsilon_anneal_time >= 0, ">= 0"),
         ("checkpoint.keep_last", cfg.checkpoint.keep_last >= 1, ">= 1"),
         ("log.test_nepisode", cfg.log.test_nepisode >= 0, ">= 0 (0 = no greedy test phases)"),
         ("log.log_interval", cfg.log.log_interval >= 1, ">= 1 env step"),

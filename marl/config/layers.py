@@ -12,7 +12,8 @@ and where the key came from; every value is coerced to its field's type or rejec
 name and the expected type. Command-line keys may be dotted (``learner.lr=5e-4``) or an unambiguous
 leaf name (``lr=5e-4``, ``t_max=20000``); dict fields take nested keys (``env.args.reward_sparse=true``).
 
-This module holds the layering, loading and saving. Key resolution and value coercion live in
+This module holds the layering and loading; writing a run's config and reading it back is
+:mod:`marl.config.saved`. Key resolution and value coercion live in
 :mod:`marl.config.keys` (the package re-exports the common names), the argument-parser helpers used by every
 training script (:func:`build_arg_parser`, :func:`config_from_args`) in :mod:`marl.config.cli`, which
 builds on this module.
@@ -22,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import os
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -41,7 +41,7 @@ from marl.config.keys import (
     parse_override,
     resolve_key,
 )
-from marl.config.schema import LEARNER_CONFIGS, Config, learner_config_class
+from marl.config.schema import ALG_SECTIONS, LEARNER_CONFIGS, Config, learner_config_class
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 MAP_ALG_SECTION = "by_alg"  # in configs/maps/<map>.yaml: settings that apply to one algorithm only
@@ -56,12 +56,14 @@ class _Layers:
         self.values: dict[str, Any] = {}
         for k, v in _flatten_defaults(dataclasses.asdict(Config())).items():
             self.values[k] = v
-        for family in LEARNER_CONFIGS.values():  # every family's learner keys (one default per key)
-            for k, v in dataclasses.asdict(family()).items():
-                self.values.setdefault(f"learner.{k}", v)
+        for family in LEARNER_CONFIGS.values():  # every family's keys (one default per key)
+            for section, cls in [("learner", family), *family.sections.items()]:
+                for k, v in dataclasses.asdict(cls()).items():
+                    self.values.setdefault(f"{section}.{k}", v)
         self.sources: dict[str, str] = {k: "schema default" for k in self.values}
-        # sources whose learner keys of another family are dropped, not errors: a map preset's top level
-        # (it serves every algorithm) and saved configs (run folders written before the families existed)
+        # sources whose keys the run's learner family does not read are dropped, not errors: a map preset's
+        # top level (it serves every algorithm) and saved configs (run folders written before the families
+        # existed hold every learner field, a mixer and an exploration section)
         self.lenient: set[str] = {"schema default"}
 
     def set(self, key: str, raw: Any, source: str, *, from_cli: bool = False) -> None:
@@ -125,36 +127,43 @@ def _deep_merge(base: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, An
     return out
 
 
-def _learner_section(
-    flat: Mapping[str, Any], sources: Mapping[str, str], lenient: set[str]
+def _family_section(
+    section: str, cls: type | None, flat: Mapping[str, Any], sources: Mapping[str, str], lenient: set[str]
 ) -> dict[str, Any]:
-    """The learner keys of ``learner.name``'s family; a key of another family set by a strict source is an
-    error naming the family's keys."""
+    """The keys of ``section`` that dataclass ``cls`` holds (``None``: the learner reads no such section);
+    another key set by a strict source is an error naming the keys the learner reads."""
     name = flat["learner.name"]
-    allowed = {f.name for f in dataclasses.fields(learner_config_class(name))}
+    allowed = {f.name for f in dataclasses.fields(cls)} if cls is not None else set()
     out: dict[str, Any] = {}
     for key, value in flat.items():
-        if not key.startswith("learner."):
+        if not key.startswith(section + "."):
             continue
         sub = key.split(".", 1)[1]
         if sub in allowed:
             out[sub] = value
         elif sources[key] not in lenient:
+            if cls is None:
+                raise ConfigError(
+                    f"{sources[key]}: {key} is not read by learner {name!r}: it reads no {section} section"
+                )
             raise ConfigError(
                 f"{sources[key]}: {key} is not read by learner {name!r}; its keys are "
-                f"{', '.join('learner.' + k for k in sorted(allowed))}"
+                f"{', '.join(section + '.' + k for k in sorted(allowed))}"
             )
     return out
 
 
 def _build(flat: Mapping[str, Any], sources: Mapping[str, str], lenient: set[str]) -> Config:
     hints = typing.get_type_hints(Config)
+    family = learner_config_class(flat["learner.name"])
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(Config):
         if f.name == "learner":
-            kwargs[f.name] = learner_config_class(flat["learner.name"])(
-                **_learner_section(flat, sources, lenient)
-            )
+            kwargs[f.name] = family(**_family_section("learner", family, flat, sources, lenient))
+        elif f.name in ALG_SECTIONS:  # the family's class for this section, or None if it reads none
+            cls = family.sections.get(f.name)
+            sub = _family_section(f.name, cls, flat, sources, lenient)
+            kwargs[f.name] = cls(**sub) if cls is not None else None
         elif f.name in SECTIONS:
             sub = {k.split(".", 1)[1]: v for k, v in flat.items() if k.startswith(f.name + ".")}
             kwargs[f.name] = hints[f.name](**sub)
@@ -290,45 +299,3 @@ def _nested(d: Mapping[str, Any], *path: str) -> Any:
             return None
         d = d[p]
     return d
-
-
-def config_to_dict(cfg: Config) -> dict[str, Any]:
-    """Nested plain-Python dict of ``cfg`` (what :func:`dump_config` writes)."""
-    return dataclasses.asdict(cfg)
-
-
-def config_from_dict(data: Mapping[str, Any], source: str = "config dict") -> Config:
-    """Rebuild a Config from a nested dict (missing keys take schema defaults; unknown keys are errors;
-    learner keys of another learner family are dropped, as run folders of older versions saved them all)."""
-    layers = _Layers()
-    layers.lenient.add(source)
-    layers.apply_mapping(data, source)
-    return layers.build()
-
-
-def dump_config(cfg: Config, path: str | Path | None = None) -> str:
-    """The resolved config as YAML text; with ``path`` also write it there (a folder gets ``config.yaml``)."""
-    text = yaml.safe_dump(config_to_dict(cfg), sort_keys=False, default_flow_style=False)
-    if path is not None:
-        path = config_path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)  # never leave a half-written config.yaml behind
-    return text
-
-
-def config_path(path: str | Path) -> Path:
-    """Where :func:`dump_config` writes for ``path``: the path itself, or ``config.yaml`` in a folder."""
-    path = Path(path)
-    return path / "config.yaml" if path.is_dir() or path.suffix == "" else path
-
-
-def load_saved_config(path: str | Path) -> Config:
-    """Read a config written by :func:`dump_config` (a file or a run folder holding ``config.yaml``)."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "config.yaml"
-    if not path.is_file():
-        raise ConfigError(f"no saved config at {path}; a run folder holds config.yaml")
-    return config_from_dict(_read_yaml(path), str(path))

@@ -6,7 +6,7 @@ command line into these. Defaults follow pymarl2's tuned QMIX settings; nothing 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class AgentConfig:
 
 @dataclass(frozen=True)
 class MixerConfig:
-    """Value-decomposition mixer."""
+    """Value-decomposition mixer (read by the ``q_learner`` and ``wqmix`` families only)."""
 
     name: str = "qmix"  # qmix | vdn | none (IQL)
     embed_dim: int = 32
@@ -41,12 +41,18 @@ class MixerConfig:
 
 @dataclass(frozen=True)
 class ExplorationConfig:
-    """Linear ε annealing over environment steps."""
+    """ε-greedy acting: linear ε annealing over environment steps (Q-learners and DQN)."""
 
     epsilon_start: float = 1.0
     epsilon_finish: float = 0.05
     epsilon_anneal_time: int = 100_000
-    # maddpg/ddpg, continuous actions: Gaussian noise std (fraction of the action half-range), linear anneal
+
+
+@dataclass(frozen=True)
+class NoiseExplorationConfig(ExplorationConfig):
+    """MADDPG / DDPG: ε for discrete actions (Gumbel sampling explores too), and for continuous actions
+    Gaussian noise whose std (a fraction of the action half-range) is annealed linearly."""
+
     noise_start: float = 0.1
     noise_finish: float = 0.1
     noise_anneal_time: int = 100_000
@@ -56,8 +62,12 @@ class ExplorationConfig:
 class BaseLearnerConfig:
     """What every learner reads: optimizer, discount, batch and replay sizes. Each learner family extends it
     with its own fields (:data:`LEARNER_CONFIGS`), so a run's ``learner`` section holds only what its
-    learner reads."""
+    learner reads.
 
+    ``sections`` names the algorithm-dependent sections (:data:`ALG_SECTIONS`) the family reads, each with its
+    dataclass; a run of the family has the others set to ``None`` and left out of its ``config.yaml``."""
+
+    sections: ClassVar[dict[str, type]] = {}
     name: str = "q_learner"
     optimizer: str = "adam"  # adam | rmsprop (PyTorch semantics: eps outside the sqrt)
     lr: float = 1e-3
@@ -74,6 +84,8 @@ class BaseLearnerConfig:
 @dataclass(frozen=True)
 class QLearnerConfig(BaseLearnerConfig):
     """``q_learner`` (IQL / VDN / QMIX / QPLEX): TD(lambda), double Q, target updates, BPTT."""
+
+    sections: ClassVar[dict[str, type]] = {"mixer": MixerConfig, "exploration": ExplorationConfig}
 
     td_lambda: float = 0.6  # 0 = one-step targets
     double_q: bool = True
@@ -99,7 +111,10 @@ class WQMIXConfig(QLearnerConfig):
 
 @dataclass(frozen=True)
 class QTRANConfig(QLearnerConfig):
-    """``qtran`` (QTRAN-base, Son et al. 2019): the Q-learner's settings plus the two condition losses."""
+    """``qtran`` (QTRAN-base, Son et al. 2019): the Q-learner's settings plus the two condition losses. Its
+    joint network is sized by ``qtran_embed_dim``: it reads no ``mixer`` section."""
+
+    sections: ClassVar[dict[str, type]] = {"exploration": ExplorationConfig}
 
     opt_loss: float = 1.0  # lambda_opt, weight of L_opt (pymarl's qtran.yaml)
     nopt_min_loss: float = 0.1  # lambda_nopt, weight of L_nopt (pymarl's qtran.yaml)
@@ -140,6 +155,8 @@ class COMAConfig(PPOConfig):
 class DQNConfig(BaseLearnerConfig):
     """``dqn``: transitions drawn from the sampled episodes."""
 
+    sections: ClassVar[dict[str, type]] = {"exploration": ExplorationConfig}
+
     double_q: bool = True
     target_update_interval: int = 200  # episodes between hard target updates
     target_update_tau: float = 0.0  # > 0: soft (Polyak) update every train step instead
@@ -152,6 +169,8 @@ class DQNConfig(BaseLearnerConfig):
 class MADDPGConfig(BaseLearnerConfig):
     """``maddpg`` (and DDPG): transitions drawn from the sampled episodes."""
 
+    sections: ClassVar[dict[str, type]] = {"exploration": NoiseExplorationConfig}
+
     target_update_tau: float = 0.0  # > 0: soft (Polyak) update every train step
     transition_batch_size: int = 256  # transitions per gradient step
     updates_per_step: float = 0.25  # gradient steps per new env step (at least one per train call)
@@ -160,6 +179,9 @@ class MADDPGConfig(BaseLearnerConfig):
     actor_reg: float = 1e-3  # weight of the mean squared actor pre-activations (Lowe et al. 2017)
     gumbel_tau: float = 1.0  # discrete actions: Gumbel-softmax temperature
 
+
+# Sections that only some algorithms read (each family's ``sections`` says which); None in the other runs.
+ALG_SECTIONS: tuple[str, ...] = ("mixer", "exploration")
 
 # learner name -> its config family; a new learner family adds its dataclass and one line here
 LEARNER_CONFIGS: dict[str, type[BaseLearnerConfig]] = {
@@ -238,8 +260,10 @@ class Config:
     ms_threads: int = 1  # MindSpore CPU kernel threads (1 or 2 on a 2-core machine)
     env: EnvConfig = field(default_factory=EnvConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
-    mixer: MixerConfig = field(default_factory=MixerConfig)
-    exploration: ExplorationConfig = field(default_factory=ExplorationConfig)
+    # None where the learner family does not read the section (BaseLearnerConfig.sections): no mixer, or
+    # an algorithm that explores by sampling its policy
+    mixer: MixerConfig | None = field(default_factory=MixerConfig)
+    exploration: ExplorationConfig | None = field(default_factory=ExplorationConfig)
     learner: BaseLearnerConfig = field(default_factory=QLearnerConfig)
     runner: RunnerConfig = field(default_factory=RunnerConfig)
     log: LogConfig = field(default_factory=LogConfig)

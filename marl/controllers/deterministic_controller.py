@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from marl.config.schema import AgentConfig, ExplorationConfig
+from marl.config.schema import AgentConfig, NoiseExplorationConfig
 from marl.controllers.mac import build_agent_inputs, input_dim
 from marl.controllers.numpy_actor import numpy_agent
 from marl.envs.base import EnvInfo
@@ -38,7 +38,7 @@ class DeterministicController:
         self,
         info: EnvInfo,
         agent_cfg: AgentConfig,
-        exploration: ExplorationConfig,
+        exploration: NoiseExplorationConfig,
         seed: int,
         weights: dict[str, np.ndarray],
         gumbel_tau: float = 1.0,

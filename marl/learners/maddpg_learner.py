@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from marl.buffers.episode import EpisodeBatch
-from marl.config.schema import Config
+from marl.config.schema import Config, NoiseExplorationConfig
 from marl.controllers.deterministic_controller import DeterministicController
 from marl.controllers.mac import build_agent_inputs, input_dim
 from marl.envs.base import EnvInfo
@@ -102,6 +102,11 @@ class MADDPGLearner(TransitionUpdates):
         if not 0.0 < lc.target_update_tau <= 1.0:
             raise ValueError(
                 f"maddpg needs soft target updates: target_update_tau in (0, 1], got {lc.target_update_tau}"
+            )
+        if not isinstance(cfg.exploration, NoiseExplorationConfig):
+            raise ValueError(
+                "maddpg acts with the exploration section's epsilon and noise fields: pass a "
+                f"NoiseExplorationConfig, got {type(cfg.exploration).__name__}"
             )
         if lc.transition_batch_size < 1 or lc.updates_per_step <= 0 or lc.critic_lr <= 0:
             raise ValueError("transition_batch_size must be >= 1, updates_per_step > 0 and critic_lr > 0")

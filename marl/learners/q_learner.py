@@ -95,6 +95,10 @@ def q_train_step(loss_fn, params: list, optimizer: nn.Cell, clip: float, use_jit
 
 def _build_nets(info: EnvInfo, cfg: Config) -> QNets:
     m = cfg.mixer
+    mixers = ["none", *names("mixer")]
+    if m is None or m.name not in mixers:
+        got = "no mixer section" if m is None else f"unknown mixer {m.name!r}"
+        raise ValueError(f"{got} for {cfg.learner.name}; mixer.name must be one of {', '.join(mixers)}")
 
     def make_agent() -> nn.Cell:
         return build_agent(info, cfg)
@@ -122,9 +126,6 @@ class QLearner(ChunkedBPTT):
 
     def __init__(self, info: EnvInfo, cfg: Config) -> None:
         lc = cfg.learner
-        mixers = ["none", *names("mixer")]
-        if cfg.mixer.name not in mixers:
-            raise ValueError(f"unknown mixer {cfg.mixer.name!r} for q_learner; allowed: {', '.join(mixers)}")
         if not info.discrete:
             raise ValueError("q_learner needs discrete actions (EnvInfo.discrete=True)")
         if not 0.0 <= lc.target_update_tau <= 1.0:

@@ -31,7 +31,7 @@ BEGIN = (
 )
 END = "<!-- END {name} -->"
 ROW_MARKER = "<!-- README learning -->"
-LEARNING_ORDER = ("learn_smac.md", "learn_mpe_3m.md", "learn_mpe.md", "learn_baselines.md")
+LEARNING_ORDER = ("learn_smac.md", "learn_vdfam.md", "learn_mpe_3m.md", "learn_mpe.md", "learn_baselines.md")
 
 
 def _parse_table(text: str, where: str) -> list[list[str]]:
