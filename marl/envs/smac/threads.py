@@ -4,6 +4,9 @@
 step and observation kernels on ``k`` Numba threads (never more than Numba's pool, ``NUMBA_NUM_THREADS``,
 which defaults to the machine's cores); ``threads=0`` means all of them. Results do not depend on it: each
 env owns its random stream and scratch memory (tested bit for bit).
+
+Use ``threads > 1`` only on idle cores: the threads come from OpenMP and spin at the end of every parallel
+loop, so one busy core slows each step many times (measured figures in ``docs/smac.md``).
 """
 
 from __future__ import annotations
