@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from batched_parity import play_against_singles
 
 from marl.buffers import Scheme
 from marl.envs.base import EnvInfo
@@ -28,52 +29,13 @@ def _singles(name: str, n: int, seed: int, **flags) -> list[StarCraft2Env]:
     return [StarCraft2Env(name, backend="sim", seed=seed + e, **flags) for e in range(n)]
 
 
-def _assert_same_view(batch: BatchedStarCraft2Env, singles: list[StarCraft2Env], where: str) -> None:
-    for e, s in enumerate(singles):
-        np.testing.assert_array_equal(
-            batch.get_obs()[e], np.array(s.get_obs()), err_msg=f"obs {where} env {e}"
-        )
-        np.testing.assert_array_equal(batch.get_state()[e], s.get_state(), err_msg=f"state {where} env {e}")
-        np.testing.assert_array_equal(
-            batch.get_avail_actions()[e], np.array(s.get_avail_actions()), err_msg=f"avail {where} env {e}"
-        )
-
-
 def _play_against_singles(
     name: str, n: int, seed: int, steps: int, limit: int | None = None, **flags
 ) -> tuple[BatchedStarCraft2Env, list[StarCraft2Env]]:
-    """Random available actions, a random subset of envs stepped each time, finished envs reset; every
-    output of the batch compared exactly with the single envs."""
+    """``play_against_singles`` on ``n`` rows of ``name`` against ``StarCraft2Env(seed + e)``."""
     batch = BatchedStarCraft2Env(name, n, seed, **flags)
     singles = _singles(name, n, seed, **flags)
-    if limit is not None:  # a short time limit to exercise timeouts
-        batch.episode_limit = limit
-        for s in singles:
-            s.episode_limit = limit
-    batch.reset()
-    for s in singles:
-        s.reset()
-    rs = np.random.default_rng(seed)
-    for t in range(steps):
-        _assert_same_view(batch, singles, f"step {t}")
-        actions = sample_available(batch.get_avail_actions().astype(bool), rs.random((n, batch.n_agents)))
-        mask = rs.random(n) < 0.7
-        reward, term, info = batch.step(actions, mask)
-        for e, s in enumerate(singles):
-            if not mask[e]:
-                assert reward[e] == 0 and not term[e]
-                continue
-            r, done, i = s.step(actions[e])
-            assert (reward[e], term[e]) == (r, done), f"step {t} env {e}"
-            for k in ("battle_won", "dead_allies", "dead_enemies"):
-                assert info[k][e] == i[k], (k, t, e)
-            assert info["episode_limit"][e] == i.get("episode_limit", False)
-        if term.any():
-            batch.reset_envs(term)
-            for e in np.flatnonzero(term):
-                singles[e].reset()
-    for e, s in enumerate(singles):
-        assert batch.env_stats(e) == s.get_stats()
+    play_against_singles(batch, singles, seed, steps, limit)
     total = batch.get_stats()
     assert total["battles_game"] == sum(s.get_stats()["battles_game"] for s in singles)
     assert batch.max_reward == singles[0].max_reward

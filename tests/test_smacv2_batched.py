@@ -4,61 +4,29 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from batched_parity import play_against_singles
 
 from marl.buffers import Scheme
 from marl.envs.base import EnvInfo
 from marl.envs.factory import EnvFactory
-from marl.envs.smac.sim.avail import sample_available
 from marl.envs.smac.smacv2.batched import BatchedSMACv2Env, BatchedSMACv2VectorEnv
 from marl.envs.smac.smacv2.env import SMACv2Env
 from marl.runners import ParallelRunner
 
 
-def _same_view(batch: BatchedSMACv2Env, singles: list[SMACv2Env], where: str) -> None:
-    for e, s in enumerate(singles):
-        np.testing.assert_array_equal(batch.get_obs()[e], np.array(s.get_obs()), err_msg=f"obs {where} {e}")
-        np.testing.assert_array_equal(batch.get_state()[e], s.get_state(), err_msg=f"state {where} {e}")
-        np.testing.assert_array_equal(
-            batch.get_avail_actions()[e], np.array(s.get_avail_actions()), err_msg=f"avail {where} {e}"
-        )
-
-
 def _play(name: str, n: int, seed: int, steps: int, limit: int | None = None, threads: int = 1, **flags):
-    """Random available actions, a random subset of envs stepped each time, ended envs reset; every output
-    of the batch compared exactly with per-row SMACv2Envs."""
+    """``play_against_singles`` on ``n`` rows of ``name`` against per-row ``SMACv2Env(seed + e)``, also
+    checking before every step that each row drew the same team and start positions."""
     batch = BatchedSMACv2Env(name, n, seed, threads=threads, **flags)
     singles = [SMACv2Env(name, seed=seed + e, **flags) for e in range(n)]
-    if limit is not None:  # a short time limit exercises timeouts
-        batch.episode_limit = limit
-        for s in singles:
-            s.episode_limit = limit
-    batch.reset()
-    for s in singles:
-        s.reset()
-    rs = np.random.default_rng(seed)
-    for t in range(steps):
-        _same_view(batch, singles, f"{name} step {t}")
-        for e, s in enumerate(singles):  # same generated teams and start positions
-            assert batch.env_stats(e) == s.get_stats()
-        np.testing.assert_array_equal(batch.units.pos, np.stack([s._units.pos[0] for s in singles]))
-        actions = sample_available(batch.get_avail_actions().astype(bool), rs.random((n, batch.n_agents)))
-        mask = rs.random(n) < 0.7
-        reward, term, info = batch.step(actions, mask)
+
+    def same_draws(t: int) -> None:
         for e, s in enumerate(singles):
-            if not mask[e]:
-                assert reward[e] == 0 and not term[e]
-                continue
-            r, done, i = s.step(actions[e])
-            assert (reward[e], term[e]) == (r, done), f"step {t} env {e}"
-            for k in ("battle_won", "dead_allies", "dead_enemies"):
-                assert info[k][e] == i[k], (k, t, e)
-            assert info["episode_limit"][e] == i.get("episode_limit", False)
-        if term.any():
-            batch.reset_envs(term)
-            for e in np.flatnonzero(term):
-                singles[e].reset()
+            assert batch.env_stats(e) == s.get_stats(), (name, t, e)
+        np.testing.assert_array_equal(batch.units.pos, np.stack([s._units.pos[0] for s in singles]))
+
+    play_against_singles(batch, singles, seed, steps, limit, each_step=same_draws)
     for e, s in enumerate(singles):
-        assert batch.env_stats(e) == s.get_stats()
         assert batch.max_reward[e] == s.max_reward
     return batch, singles
 
