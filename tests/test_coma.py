@@ -12,6 +12,7 @@ import pytest
 from test_q_learner import INFO, make_batch  # tests/ is on sys.path under pytest
 
 from marl.config import load_config
+from marl.controllers.policy_controller import floored_policy
 from marl.envs.base import EnvInfo
 from marl.learners.coma_learner import (
     COMALearner,
@@ -21,7 +22,7 @@ from marl.learners.coma_learner import (
 )
 from marl.learners.targets import td_lambda_targets_reference
 from marl.trainer import Trainer
-from marl.utils.ms import Tensor, nn, setup
+from marl.utils.ms import Tensor, ms, nn, setup
 
 setup(1, seed=0)
 SMALL = [
@@ -75,14 +76,17 @@ def test_fast_advantages_equal_the_loop() -> None:
     np.testing.assert_allclose(coma_advantages(pi, q, actions), coma_advantages_reference(pi, q, actions))
 
 
-def test_advantage_is_q_minus_the_counterfactual_baseline_and_loss_matches() -> None:
+@pytest.mark.parametrize("eps", [0.0, 0.3])
+def test_advantage_is_q_minus_the_counterfactual_baseline_and_loss_matches(eps: float) -> None:
+    """With ``eps`` the policy is pymarl's floored one, ``(1 - eps) pi + eps / |available|``, in the baseline
+    and in log pi."""
     gamma, lam = 0.99, 0.8
     learner = _learner(f"learner.gamma={gamma}", f"learner.td_lambda={lam}", "learner.entropy_coef=0.05")
     nets = learner.nets
     for p in nets.target_critic.get_parameters():
         p.set_data(p + 0.05)  # the target critic differs from the critic
     batch = make_batch(5, b=4)
-    adv, targets, arr = learner.advantages_and_targets(batch)
+    adv, targets, arr = learner.advantages_and_targets(batch, eps)
     t = arr["actor_in"].shape[1]
     state, obs = np.asarray(batch["state"])[:, :t], np.asarray(batch["obs"])[:, :t]
     acts, avail = np.asarray(batch["actions"])[:, :t, :, 0], np.asarray(batch["avail_actions"])[:, :t]
@@ -98,6 +102,7 @@ def test_advantage_is_q_minus_the_counterfactual_baseline_and_loss_matches() -> 
     z = np.where(avail > 0, np.stack(logits, 1), -1e10)  # all-unavailable padding slots: uniform, masked
     pi = np.exp(z - z.max(axis=3, keepdims=True))
     pi /= pi.sum(axis=3, keepdims=True)
+    pi = (1 - eps) * pi + eps * avail / np.maximum(avail.sum(axis=3, keepdims=True), 1)
     want_adv, q_taken = np.zeros((4, t - 1, n)), np.zeros((4, t - 1, n))
     target_taken = np.zeros((4, t, n))
     for i in range(4):
@@ -128,7 +133,7 @@ def test_advantage_is_q_minus_the_counterfactual_baseline_and_loss_matches() -> 
     np.testing.assert_allclose(targets, want_targets, rtol=1e-4, atol=1e-5)
     # the loss: -A log pi + value_coef (Q - y)^2 - entropy_coef H, masked means over agents and transitions
     ins = [Tensor(arr[k]) for k in ("actor_in", "critic_in", "avail", "actions")]
-    loss, stats = learner.loss_fn(*ins, Tensor(adv), Tensor(targets), Tensor(mask))
+    loss, stats = learner.loss_fn(*ins, Tensor(adv), Tensor(targets), Tensor(mask), Tensor(eps, ms.float32))
     m = np.broadcast_to(mask, adv.shape)
     logp_taken = np.log(np.take_along_axis(pi[:, :-1], acts[:, :-1, :, None], axis=3)[..., 0])
     ent = -(pi * np.log(np.where(pi > 0, pi, 1.0)))[:, :-1].sum(axis=3)
@@ -189,3 +194,25 @@ def test_config_and_a_short_run_on_the_fake_env(tmp_path: Path) -> None:
     trainer = Trainer(cfg)
     trainer.run()
     assert trainer.train_steps >= 3
+
+
+def test_the_controller_samples_the_floored_policy_and_anneals_its_epsilon() -> None:
+    learner = _learner()
+    ctrl = learner.make_controller(seed=0)
+    assert ctrl.epsilon(0) == pytest.approx(0.5) and ctrl.epsilon(50_000) == pytest.approx(0.255)
+    assert ctrl.epsilon(10**7) == pytest.approx(0.01)  # coma.yaml: 0.5 -> 0.01 over 100k steps
+    n, a = INFO.n_agents, INFO.n_actions
+    logits = np.zeros((1, n, a), np.float32)
+    logits[..., 0] = 6.0  # the policy all but always picks action 0
+    avail = np.ones((1, n, a), np.float32)
+    avail[0, 0, -1] = 0.0  # agent 0 cannot take the last action
+    want = floored_policy(logits, avail > 0, 0.5)
+    np.testing.assert_allclose(want.sum(axis=-1), 1.0, rtol=1e-6)
+    p1 = np.exp(-6.0) / (1.0 + (a - 2) * np.exp(-6.0))  # softmax of a 0 logit beside one 6 over a - 1 actions
+    assert want[0, 0, -1] == 0.0 and want[0, 0, 1] == pytest.approx(0.5 * p1 + 0.5 / (a - 1))
+    ctrl.forward = lambda obs, rows: logits  # the sampler alone, over fixed logits
+    draws = np.stack([ctrl.select_actions(np.zeros((1, n, INFO.obs_shape)), avail, 0) for _ in range(4000)])
+    freq = np.stack([(draws[:, 0, k, None] == np.arange(a)).mean(axis=0) for k in range(n)])
+    np.testing.assert_allclose(freq, want[0], atol=0.03)
+    greedy = ctrl.select_actions(np.zeros((1, n, INFO.obs_shape)), avail, 0, test_mode=True)
+    assert (greedy == 0).all()  # no floor when testing

@@ -45,8 +45,10 @@ def test_which_algorithms_read_which_sections() -> None:
     }
     assert "mixer:" in text["qmix"] and "epsilon_start" in text["qmix"] and "noise_start" not in text["qmix"]
     assert "mixer:" not in text["qtran"] and "epsilon_start" in text["qtran"]  # Q_jt has its own width
-    for alg in ("mappo", "coma", "maa2c"):  # on-policy: they sample their policy, no epsilon, no mixer
+    for alg in ("mappo", "maa2c"):  # on-policy: they sample their policy, no epsilon, no mixer
         assert "mixer:" not in text[alg] and "exploration:" not in text[alg] and "epsilon" not in text[alg]
+    assert "mixer:" not in text["coma"] and "epsilon_start: 0.5" in text["coma"]  # pymarl's epsilon floor
+    assert "noise_start" not in text["coma"]
     assert "mixer:" not in text["maddpg"] and "noise_start" in text["maddpg"]
     assert type(load_config("qmix").mixer) is MixerConfig
     assert type(load_config("dqn").exploration) is ExplorationConfig
@@ -63,8 +65,8 @@ def test_overrides_reach_the_sections_and_unread_keys_are_errors() -> None:
         ConfigError, match=r"mixer\.embed_dim is not read by learner 'ppo': it reads no mixer"
     ):
         load_config("mappo", overrides=["mixer.embed_dim=16"])
-    with pytest.raises(ConfigError, match=r"exploration\.epsilon_start is not read by learner 'coma'"):
-        load_config("coma", overrides=["epsilon_start=0.5"])
+    with pytest.raises(ConfigError, match=r"exploration\.epsilon_start is not read by learner 'ppo'"):
+        load_config("mappo", overrides=["epsilon_start=0.5"])
     with pytest.raises(ConfigError, match=r"mixer\.name is not read by learner 'qtran'"):
         load_config("qtran", overrides=["mixer.name=qmix"])
     with pytest.raises(

@@ -41,7 +41,8 @@ class MixerConfig:
 
 @dataclass(frozen=True)
 class ExplorationConfig:
-    """ε-greedy acting: linear ε annealing over environment steps (Q-learners and DQN)."""
+    """Linear ε annealing over environment steps: ε-greedy acting (Q-learners and DQN), or COMA's floor
+    ``(1 - ε) π + ε / |available|`` on its policy (pymarl's)."""
 
     epsilon_start: float = 1.0
     epsilon_finish: float = 0.05
@@ -143,7 +144,9 @@ class PPOConfig(BaseLearnerConfig):
 @dataclass(frozen=True)
 class COMAConfig(PPOConfig):
     """``coma`` (Foerster et al. 2018): the actor-critic settings plus the target critic's (pymarl's
-    coma.yaml)."""
+    coma.yaml); its ``exploration`` section is pymarl's epsilon floor on the policy."""
+
+    sections: ClassVar[dict[str, type]] = {"exploration": ExplorationConfig}
 
     td_lambda: float = 0.8  # TD(lambda) critic targets
     target_update_interval: int = (

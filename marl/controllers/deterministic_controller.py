@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from marl.config.schema import AgentConfig, NoiseExplorationConfig
-from marl.controllers.mac import build_agent_inputs, input_dim
+from marl.controllers.mac import build_agent_inputs, input_dim, linear_anneal
 from marl.controllers.numpy_actor import numpy_agent
 from marl.envs.base import EnvInfo
 
@@ -24,11 +24,6 @@ from marl.envs.base import EnvInfo
 def squash(z: np.ndarray, low: float, high: float) -> np.ndarray:
     """``tanh`` pre-activations ``z`` → actions in ``[low, high]``."""
     return low + (np.tanh(z) + 1.0) * 0.5 * (high - low)
-
-
-def _anneal(t: int, start: float, finish: float, steps: int) -> float:
-    frac = min(max(t, 0) / max(steps, 1), 1.0)
-    return float(start + frac * (finish - start))
 
 
 class DeterministicController:
@@ -70,8 +65,8 @@ class DeterministicController:
         """Exploration level at ``t_env``: ε (discrete) or the Gaussian noise std fraction (continuous)."""
         e = self.exploration
         if self.discrete:
-            return _anneal(t_env, e.epsilon_start, e.epsilon_finish, e.epsilon_anneal_time)
-        return _anneal(t_env, e.noise_start, e.noise_finish, e.noise_anneal_time)
+            return linear_anneal(t_env, e.epsilon_start, e.epsilon_finish, e.epsilon_anneal_time)
+        return linear_anneal(t_env, e.noise_start, e.noise_finish, e.noise_anneal_time)
 
     def forward(self, obs_BNO: np.ndarray) -> np.ndarray:
         """Actor outputs ``(B, N, A)`` (logits or pre-tanh values) for one step."""

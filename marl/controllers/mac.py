@@ -16,6 +16,18 @@ from marl.envs.base import EnvInfo
 from marl.registry import build
 
 
+def linear_anneal(t: int, start: float, finish: float, steps: int) -> float:
+    """``start -> finish`` linearly over ``steps`` env steps, then ``finish`` (pymarl's linear schedule)."""
+    frac = min(max(t, 0) / max(steps, 1), 1.0)
+    return float(start + frac * (finish - start))
+
+
+def epsilon_at(exploration: ExplorationConfig, t_env: int) -> float:
+    """The exploration section's epsilon after ``t_env`` env steps."""
+    e = exploration
+    return linear_anneal(t_env, e.epsilon_start, e.epsilon_finish, e.epsilon_anneal_time)
+
+
 def input_dim(info: EnvInfo, agent_cfg: AgentConfig) -> int:
     """Agent input size: obs (+ last-action one-hot) (+ agent-id one-hot)."""
     return (
@@ -98,9 +110,7 @@ class MultiAgentController:
 
     def epsilon(self, t_env: int) -> float:
         """Linearly annealed epsilon: ``start -> finish`` over ``epsilon_anneal_time`` env steps."""
-        e = self.exploration
-        frac = min(max(t_env, 0) / e.epsilon_anneal_time, 1.0)
-        return float(e.epsilon_start + frac * (e.epsilon_finish - e.epsilon_start))
+        return epsilon_at(self.exploration, t_env)
 
     # --------------------------------------------------------------------------------------- acting
     def _rows(self, rows: np.ndarray | None) -> np.ndarray:

@@ -3,26 +3,42 @@
 Reuses :class:`~marl.controllers.mac.MultiAgentController`'s input building, per-env hidden state and row
 handling (``forward``); only the action choice differs: a sample from the masked categorical (Gumbel-max
 over the available actions) or from the Gaussian ``N(mean, exp(log_std))`` for continuous actions. In
-``test_mode`` the policy acts greedily (argmax / the mean). There is no epsilon.
+``test_mode`` the policy acts greedily (argmax / the mean). With an ``exploration`` section (COMA, as in
+pymarl) a discrete policy is sampled with an epsilon floor, ``(1 - eps) pi + eps / |available|``, eps annealed
+over env steps (:func:`floored_policy`); without one there is no epsilon.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from marl.config.schema import AgentConfig
-from marl.controllers.mac import MultiAgentController, input_dim
+from marl.config.schema import AgentConfig, ExplorationConfig
+from marl.controllers.mac import MultiAgentController, epsilon_at, input_dim
 from marl.controllers.numpy_actor import numpy_agent
 from marl.envs.base import EnvInfo
 
 TRUNK_PREFIX = "agent."  # PolicyNet keeps its trunk under ``agent``; ``log_std`` sits beside it
 
 
+def floored_policy(logits_BNA: np.ndarray, avail_BNA: np.ndarray, epsilon: float) -> np.ndarray:
+    """pymarl's COMA acting distribution: the softmax over the available actions mixed with the uniform one,
+    ``(1 - epsilon) softmax + epsilon / |available|`` (zero on unavailable actions)."""
+    z = np.where(avail_BNA, logits_BNA, -np.inf)
+    p = np.exp(z - z.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    return (1.0 - epsilon) * p + epsilon * avail_BNA / avail_BNA.sum(axis=-1, keepdims=True)
+
+
 class PolicyController(MultiAgentController):
     """Acting policy of PPO / PG learners over ``batch_size`` parallel envs (discrete or continuous)."""
 
     def __init__(
-        self, info: EnvInfo, agent_cfg: AgentConfig, seed: int, weights: dict[str, np.ndarray]
+        self,
+        info: EnvInfo,
+        agent_cfg: AgentConfig,
+        seed: int,
+        weights: dict[str, np.ndarray],
+        exploration: ExplorationConfig | None = None,
     ) -> None:
         # Not MultiAgentController.__init__: no epsilon schedule, continuous actions allowed, and weights
         # always come from the learner. The attributes set here are those its ``forward`` uses.
@@ -30,6 +46,9 @@ class PolicyController(MultiAgentController):
         self.n_agents, self.n_actions = info.n_agents, info.n_actions
         self.input_dim = input_dim(info, agent_cfg)
         self.discrete = bool(info.discrete)
+        if exploration is not None and not self.discrete:
+            raise ValueError("an epsilon floor (exploration section) needs discrete actions")
+        self.exploration = exploration
         self.rng = np.random.default_rng(seed)
         self.actor = None
         self.load_weights(weights)
@@ -48,8 +67,10 @@ class PolicyController(MultiAgentController):
             self.log_std = np.asarray(weights["log_std"], np.float32).reshape(self.n_actions)
 
     def epsilon(self, t_env: int) -> float:
-        """No epsilon: reports the policy's mean Gaussian std (continuous) or 0.0 (discrete)."""
-        return 0.0 if self.discrete else float(np.exp(self.log_std).mean())
+        """The epsilon floor at ``t_env`` (0.0 without one), or the mean Gaussian std (continuous)."""
+        if not self.discrete:
+            return float(np.exp(self.log_std).mean())
+        return 0.0 if self.exploration is None else epsilon_at(self.exploration, t_env)
 
     def select_actions(
         self,
@@ -69,6 +90,10 @@ class PolicyController(MultiAgentController):
             if not avail.any(axis=2).all():
                 bad = np.argwhere(~avail.any(axis=2)).tolist()
                 raise ValueError(f"every agent needs an available action; none for (env, agent) {bad}")
+            eps = 0.0 if test_mode else self.epsilon(t_env)
+            if eps > 0.0:  # Gumbel-max over the floored distribution's log-probabilities
+                with np.errstate(divide="ignore"):
+                    out = np.log(floored_policy(out, avail, eps))
             scores = out if test_mode else out - np.log(-np.log(self.rng.random(out.shape) + 1e-20) + 1e-20)
             actions = np.where(avail, scores, -np.inf).argmax(axis=2).astype(np.int64)
             last = np.zeros(out.shape, np.float32)

@@ -20,7 +20,9 @@ Differences from pymarl: one gradient step per batch on ``policy + critic`` loss
 parameters, so with Adam this is two optimizers of one learning rate, but gradients are clipped jointly)
 instead of pymarl's backward sweep of one critic step per time slot; the advantage uses the critic before
 the step; the target critic is copied every ``target_update_interval`` critic steps counted as pymarl does
-(one per live time slot of each batch); an optional entropy bonus.
+(one per live time slot of each batch); an optional entropy bonus (0 in ``configs/algs/coma.yaml``).
+As in pymarl, the policy acts and is scored with an epsilon floor, ``(1 - eps) pi + eps / |available|``
+(the ``exploration`` section, eps annealed 0.5 -> 0.01 over 100k steps in ``coma.yaml``).
 """
 
 from __future__ import annotations
@@ -31,13 +33,14 @@ import numpy as np
 
 from marl.buffers.episode import EpisodeBatch
 from marl.config.schema import Config
-from marl.controllers.mac import input_dim
+from marl.controllers.mac import epsilon_at, input_dim
+from marl.controllers.policy_controller import PolicyController
 from marl.envs.base import EnvInfo
 from marl.learners.optim import clip_and_apply
 from marl.learners.ppo_learner import PPOLearner
 from marl.learners.targets import bucketed_slots, td_lambda_targets_reference
 from marl.modules.critics import COMACritic
-from marl.modules.policies import MASKED_LOGIT, PolicyNet, categorical_logp_entropy
+from marl.modules.policies import PolicyNet, floored_categorical_logp_entropy
 from marl.registry import register
 from marl.utils.ms import Tensor, jit, ms, nn, ops
 
@@ -128,14 +131,14 @@ class COMALearner(PPOLearner):
         ent_coef, v_coef, max_norm = float(lc.entropy_coef), float(lc.value_coef), float(lc.grad_norm_clip)
         self.params = [p for p in self.params if p.requires_grad]
 
-        def evaluate(actor_in, critic_in, avail):
-            logits = ops.masked_fill(nets.actor.unroll(actor_in, need_grad=False), avail == 0, MASKED_LOGIT)
-            pi = ops.softmax(logits[:, :-1], -1)
+        def evaluate(actor_in, critic_in, avail, actions, eps):
+            logits = nets.actor.unroll(actor_in, need_grad=False)[:, :-1]
+            pi = floored_categorical_logp_entropy(logits, avail[:, :-1], actions, eps)[2]
             return pi, nets.critic(critic_in[:, :-1]), nets.target_critic(critic_in)
 
-        def loss_fn(actor_in, critic_in, avail, actions, adv, targets, mask_BT1):
-            logp, entropy = categorical_logp_entropy(
-                nets.actor.unroll(actor_in)[:, :-1], avail[:, :-1], actions
+        def loss_fn(actor_in, critic_in, avail, actions, adv, targets, mask_BT1, eps):
+            logp, entropy, _ = floored_categorical_logp_entropy(
+                nets.actor.unroll(actor_in)[:, :-1], avail[:, :-1], actions, eps
             )
             q_taken = ops.gather_elements(nets.critic(critic_in[:, :-1]), 3, actions).squeeze(3)
             mask = ops.broadcast_to(mask_BT1, logp.shape)
@@ -150,8 +153,8 @@ class COMALearner(PPOLearner):
         self.loss_fn = loss_fn
         grad_fn = ms.value_and_grad(loss_fn, None, weights=self.params, has_aux=True)
 
-        def step(actor_in, critic_in, avail, actions, adv, targets, mask):
-            (loss, stats), grads = grad_fn(actor_in, critic_in, avail, actions, adv, targets, mask)
+        def step(actor_in, critic_in, avail, actions, adv, targets, mask, eps):
+            (loss, stats), grads = grad_fn(actor_in, critic_in, avail, actions, adv, targets, mask, eps)
             grad_norm = clip_and_apply(optimizer, grads, max_norm)
             return ops.concat([loss.reshape(1), stats, grad_norm.reshape(1)])
 
@@ -167,12 +170,19 @@ class COMALearner(PPOLearner):
         slots = ("actor_in", "critic_in", "avail", "actions_all")
         return {k: np.ascontiguousarray(v[:, : cut if k in slots else cut - 1]) for k, v in arr.items()}
 
-    def advantages_and_targets(self, batch: EpisodeBatch) -> tuple[np.ndarray, np.ndarray, dict]:
+    def policy_epsilon(self, t_env: int) -> float:
+        """The policy's epsilon floor at ``t_env`` (pymarl's COMA); 0.0 without an exploration section."""
+        return 0.0 if self.cfg.exploration is None else epsilon_at(self.cfg.exploration, t_env)
+
+    def advantages_and_targets(
+        self, batch: EpisodeBatch, epsilon: float = 0.0
+    ) -> tuple[np.ndarray, np.ndarray, dict]:
         """Masked counterfactual advantages and TD(lambda) critic targets ``(B, T-1, N)`` of ``batch``, with
-        the arrays they came from (the policy ``pi``, the critic ``q`` and the step's inputs)."""
+        the arrays they came from (the policy ``pi`` with its ``epsilon`` floor, the critic ``q`` and the
+        step's inputs)."""
         lc, arr = self.cfg.learner, self._coma_arrays(batch)
-        ins = [Tensor.from_numpy(arr[k]) for k in ("actor_in", "critic_in", "avail")]
-        pi, q, target_q = (x.asnumpy() for x in self._eval(*ins))
+        ins = [Tensor.from_numpy(arr[k]) for k in ("actor_in", "critic_in", "avail", "actions")]
+        pi, q, target_q = (x.asnumpy() for x in self._eval(*ins, Tensor(epsilon, ms.float32)))
         target_taken = np.take_along_axis(target_q, arr["actions_all"], axis=3)[..., 0]
         targets = td_lambda_targets_reference(
             arr["reward"], arr["terminated"], arr["mask"], target_taken, lc.gamma, lc.td_lambda
@@ -182,12 +192,13 @@ class COMALearner(PPOLearner):
 
     def train(self, batch: EpisodeBatch, t_env: int, episode: int) -> dict[str, float]:
         """One actor + critic step on a batch of fresh episodes; copies the target critic on schedule."""
-        adv, targets, arr = self.advantages_and_targets(batch)
+        eps = self.policy_epsilon(t_env)
+        adv, targets, arr = self.advantages_and_targets(batch, eps)
         mask = np.broadcast_to(arr["mask"], adv.shape) > 0
         self._hist = (mask, {"advantage": adv, "q_taken": adv + (arr["pi"] * arr["q"]).sum(axis=3)})
         keys = ("actor_in", "critic_in", "avail", "actions")
         ins = [Tensor.from_numpy(arr[k]) for k in keys] + [Tensor.from_numpy(x) for x in (adv, targets)]
-        out = self._step(*ins, Tensor.from_numpy(arr["mask"])).asnumpy()
+        out = self._step(*ins, Tensor.from_numpy(arr["mask"]), Tensor(eps, ms.float32)).asnumpy()
         self.train_steps += 1
         self.critic_steps += int((arr["mask"].sum(axis=(0, 2)) > 0).sum())  # pymarl: one per live slot
         if self.critic_steps - self.last_target_update >= self.cfg.learner.target_update_interval:
@@ -196,6 +207,11 @@ class COMALearner(PPOLearner):
         stats = {k: float(v) for k, v in zip(STAT_NAMES, out, strict=True)}
         stats.update(advantage_mean=float(adv[mask].mean()), target_mean=float(targets[mask].mean()))
         return stats
+
+    def make_controller(self, seed: int) -> PolicyController:
+        """The NumPy controller that samples this learner's policy with the same epsilon floor."""
+        weights, explore = self.actor_weights(), self.cfg.exploration
+        return PolicyController(self.info, self.cfg.agent, seed=seed, weights=weights, exploration=explore)
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """PPO's state plus the critic-step counters of the target schedule."""
