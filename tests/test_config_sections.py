@@ -135,6 +135,22 @@ def test_old_run_folders_resume_and_are_rewritten_with_their_sections(tmp_path: 
     assert ("mixer:" in text) == (alg == "qmix") and "noise_start" not in text
 
 
+def test_an_old_coma_run_resumes_without_the_epsilon_floor_it_never_had(tmp_path: Path) -> None:
+    parser = build_arg_parser("train_mappo.py", "coma")
+    new = config_from_args(parser.parse_args(["--alg", "coma", "--seed", "3", f"results_dir={tmp_path}"]))
+    assert new.exploration.epsilon_start == pytest.approx(0.5)  # coma.yaml: pymarl's floor
+    assert load_saved_config(_write_run(tmp_path / "new_run", config_to_dict(new))) == new
+    old = load_saved_config(_write_run(tmp_path / "old_run", _old_style(config_to_dict(new))))
+    assert old.exploration.epsilon_start == 0.0 and old.exploration.epsilon_finish == 0.0
+    assert old.learner == new.learner
+
+
+def _write_run(run: Path, cfg: dict) -> Path:
+    run.mkdir()
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return run
+
+
 @pytest.mark.slow
 def test_an_old_run_folder_trains_on_after_resume(tmp_path: Path) -> None:
     """End to end: a MAA2C run on the fake env whose config.yaml is put back to the old layout resumes,

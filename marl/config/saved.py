@@ -34,8 +34,20 @@ def config_from_dict(data: Mapping[str, Any], source: str = "config dict") -> Co
     every learner field, a mixer and an exploration section)."""
     layers = _Layers()
     layers.lenient.add(source)
-    layers.apply_mapping(data, source)
+    layers.apply_mapping(_without_new_coma_floor(data), source)
     return layers.build()
+
+
+def _without_new_coma_floor(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A COMA run saved before COMA read its exploration section (pymarl's epsilon floor) acted without a
+    floor: resume it without one. Such folders are told apart by ``noise_start`` in that section, which
+    every run of those versions wrote and no COMA run writes now."""
+    learner, explore = data.get("learner"), data.get("exploration")
+    if not (isinstance(learner, Mapping) and learner.get("name") == "coma" and isinstance(explore, Mapping)):
+        return data
+    if "noise_start" not in explore:
+        return data
+    return {**data, "exploration": {**explore, "epsilon_start": 0.0, "epsilon_finish": 0.0}}
 
 
 def dump_config(cfg: Config, path: str | Path | None = None) -> str:
