@@ -16,11 +16,10 @@ from __future__ import annotations
 import datetime
 import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
-from sim_throughput import BENCH_PY, bench_full, bench_smax, smax_scenario
+from sim_throughput import BENCH_PY, bench_full, bench_smax, smax_scenario, steady_rate
 
 from marl.envs.smac.threads import resolve_threads
 
@@ -34,15 +33,15 @@ def bench_rows(name: str, n_envs: int, seconds: float) -> dict:
     for env in envs:
         env.reset()
     rs = np.random.default_rng(0)
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
+
+    def one() -> None:
         for env in envs:
             avail = np.asarray(env.get_avail_actions(), dtype=bool)[None]
             _, done, _ = env.step(sample_available(avail, rs.random((1, env.n_agents)))[0])
             if done:
                 env.reset()
-        n += 1
-    return {"sps": n * n_envs / (time.perf_counter() - t0)}
+
+    return {"sps": steady_rate(one, n_envs, seconds)}
 
 
 SMACV2_OUT = "sim_throughput_smacv2.md"

@@ -23,6 +23,7 @@ from marl import registry
 from marl.buffers import EpisodeBatch, ReplayBuffer, Scheme
 from marl.checkpoint import AGENT_CKPT, Checkpointer, latest, load_latest
 from marl.config import Config, config_from_dict, config_to_dict, dump_config
+from marl.config.schema import ALG_SECTIONS
 from marl.envs.base import EnvInfo
 from marl.envs.factory import EnvFactory, make_env_fn, probe_env_info  # noqa: F401 (re-exported)
 from marl.learners.base import Learner
@@ -336,12 +337,7 @@ class Trainer:
         """Hyper-parameters beside the latest test metrics, for MindInsight's lineage comparison of runs."""
         cfg, d = self.cfg, config_to_dict(self.cfg)
         hp: dict[str, Any] = {"alg": cfg.alg, "env": cfg.env.name, "map": cfg.env.map_name, "seed": cfg.seed}
-        for section in (
-            "learner",
-            "agent",
-            "mixer",
-            "exploration",
-        ):  # the last two: if the algorithm reads them
+        for section in ("learner", "agent", *ALG_SECTIONS):  # ALG_SECTIONS: if the algorithm reads them
             for k, v in d.get(section, {}).items():
                 if isinstance(v, (bool, int, float, str)):
                     hp[k if section == "learner" else f"{section}.{k}"] = v

@@ -40,7 +40,7 @@ from marl.learners.optim import clip_and_apply
 from marl.learners.ppo_learner import PPOLearner
 from marl.learners.targets import bucketed_slots, td_lambda_targets_reference
 from marl.modules.critics import COMACritic
-from marl.modules.policies import PolicyNet, floored_categorical_logp_entropy
+from marl.modules.policies import PolicyNet, floored_categorical, floored_categorical_logp_entropy
 from marl.registry import register
 from marl.utils.ms import Tensor, jit, ms, nn, ops
 
@@ -131,13 +131,13 @@ class COMALearner(PPOLearner):
         ent_coef, v_coef, max_norm = float(lc.entropy_coef), float(lc.value_coef), float(lc.grad_norm_clip)
         self.params = [p for p in self.params if p.requires_grad]
 
-        def evaluate(actor_in, critic_in, avail, actions, eps):
+        def evaluate(actor_in, critic_in, avail, eps):
             logits = nets.actor.unroll(actor_in, need_grad=False)[:, :-1]
-            pi = floored_categorical_logp_entropy(logits, avail[:, :-1], actions, eps)[2]
+            pi = floored_categorical(logits, avail[:, :-1], eps)
             return pi, nets.critic(critic_in[:, :-1]), nets.target_critic(critic_in)
 
         def loss_fn(actor_in, critic_in, avail, actions, adv, targets, mask_BT1, eps):
-            logp, entropy, _ = floored_categorical_logp_entropy(
+            logp, entropy = floored_categorical_logp_entropy(
                 nets.actor.unroll(actor_in)[:, :-1], avail[:, :-1], actions, eps
             )
             q_taken = ops.gather_elements(nets.critic(critic_in[:, :-1]), 3, actions).squeeze(3)
@@ -181,7 +181,7 @@ class COMALearner(PPOLearner):
         the arrays they came from (the policy ``pi`` with its ``epsilon`` floor, the critic ``q`` and the
         step's inputs)."""
         lc, arr = self.cfg.learner, self._coma_arrays(batch)
-        ins = [Tensor.from_numpy(arr[k]) for k in ("actor_in", "critic_in", "avail", "actions")]
+        ins = [Tensor.from_numpy(arr[k]) for k in ("actor_in", "critic_in", "avail")]
         pi, q, target_q = (x.asnumpy() for x in self._eval(*ins, Tensor(epsilon, ms.float32)))
         target_taken = np.take_along_axis(target_q, arr["actions_all"], axis=3)[..., 0]
         targets = td_lambda_targets_reference(

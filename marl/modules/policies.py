@@ -84,20 +84,25 @@ def categorical_logp_entropy(
     return logp, entropy
 
 
-def floored_categorical_logp_entropy(
-    logits_BTNA: ms.Tensor, avail_BTNA: ms.Tensor, actions_BTN1: ms.Tensor, epsilon: ms.Tensor
-) -> tuple[ms.Tensor, ms.Tensor, ms.Tensor]:
-    """:func:`categorical_logp_entropy` of pymarl's COMA policy ``(1 - eps) softmax + eps / |available|``
-    (the acting distribution of :func:`~marl.controllers.policy_controller.floored_policy`), and that
-    distribution ``(B, T, N, A)``; ``epsilon`` is a scalar tensor (0 gives the plain masked categorical)."""
+def floored_categorical(logits_BTNA: ms.Tensor, avail_BTNA: ms.Tensor, epsilon: ms.Tensor) -> ms.Tensor:
+    """pymarl's COMA policy ``(1 - eps) softmax + eps / |available|`` ``(B, T, N, A)`` (the acting
+    distribution of :func:`~marl.controllers.policy_controller.floored_policy`); ``epsilon`` is a scalar
+    tensor (0 gives the plain masked categorical)."""
     avail = avail_BTNA.astype(logits_BTNA.dtype)
     p = ops.softmax(ops.masked_fill(logits_BTNA, avail_BTNA == 0, MASKED_LOGIT), -1)
     uniform = avail / ops.maximum(avail.sum(-1, keepdims=True), 1.0)  # all-masked padding slots: zeros
-    p = (1.0 - epsilon) * p + epsilon * uniform
+    return (1.0 - epsilon) * p + epsilon * uniform
+
+
+def floored_categorical_logp_entropy(
+    logits_BTNA: ms.Tensor, avail_BTNA: ms.Tensor, actions_BTN1: ms.Tensor, epsilon: ms.Tensor
+) -> tuple[ms.Tensor, ms.Tensor]:
+    """:func:`categorical_logp_entropy` of :func:`floored_categorical`."""
+    p = floored_categorical(logits_BTNA, avail_BTNA, epsilon)
     logp_all = ops.log(ops.maximum(p, 1e-30))
     logp = ops.gather_elements(logp_all, 3, actions_BTN1).squeeze(3)
     entropy = -(p * logp_all).sum(-1)
-    return logp, entropy, p
+    return logp, entropy
 
 
 def gaussian_logp_entropy(
