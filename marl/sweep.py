@@ -100,10 +100,12 @@ def plan(
     env: str | None = None,
     overrides: Sequence[str] = (),
 ) -> list[tuple[str, int, Path, dict[str, Any]]]:
-    """``(map, seed, run_dir, config dict)`` per run; every config is resolved here, so bad keys fail now."""
+    """``(map, seed, run_dir, config dict)`` per run, seed-major (every map's first seed comes before any
+    second seed, so an interrupted sweep has covered all maps); every config is resolved here, so bad keys
+    fail now."""
     runs = []
-    for m in maps:
-        for s in seeds:
+    for s in seeds:
+        for m in maps:
             run_dir = out / f"{alg}_{m}_seed{s}"
             cfg = load_config(
                 alg,
