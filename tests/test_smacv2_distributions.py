@@ -99,6 +99,9 @@ def test_bad_configs_are_clear_errors() -> None:
         TeamGen(("marine", "marauder"), (0.5, 0.6))
     with pytest.raises(ValueError, match="not among unit_types"):
         TeamGen(("marine",), (1.0,), ("medivac",))
+    with pytest.raises(ValueError, match=r"positive weight \(\['baneling'\]\) is an exception"):
+        TeamGen(("zergling", "baneling"), (0.0, 1.0), ("baneling",))  # would redraw forever at reset
+    TeamGen(("zergling", "baneling"), (0.01, 0.99), ("baneling",))  # rare but drawable: allowed
     with pytest.raises(ValueError, match="p must be in"):
         surrounded_and_reflect(np.random.default_rng(0), 1.5, 5, 5, 32.0, 32.0)
     with pytest.raises(ValueError, match="unknown SMACv2 scenario 'protoss_5_vs_6'.*protoss_5_vs_5"):

@@ -89,7 +89,8 @@ def test_two_maps_two_seeds_sweep(tmp_path, capsys):
     path, results = sweep_main(argv)
     assert not ray.is_initialized()  # the sweep started its Ray, so it stopped it
     assert path == out.resolve()
-    assert [(r.map_name, r.seed) for r in results] == [("m1", 0), ("m2", 0), ("m1", 1), ("m2", 1)]  # seed-major
+    seed_major = [("m1", 0), ("m2", 0), ("m1", 1), ("m2", 1)]
+    assert [(r.map_name, r.seed) for r in results] == seed_major
     for r in results:
         assert not r.error, r.error
         run_dir = out / f"qmix_{r.map_name}_seed{r.seed}"

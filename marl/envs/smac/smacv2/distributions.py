@@ -46,8 +46,12 @@ class TeamGen:
             raise ValueError(
                 f"exception unit types {unknown} are not among unit_types {list(self.unit_types)}"
             )
-        if set(self.unit_types) <= set(self.exceptions):
-            raise ValueError("every unit type is an exception: no team could ever be drawn")
+        drawable = {u for u, p in zip(self.unit_types, self.weights, strict=True) if p > 0}
+        if drawable <= set(self.exceptions):  # draw_team would redraw forever: a reset that hangs
+            raise ValueError(
+                f"every unit type with a positive weight ({sorted(drawable)}) is an exception "
+                f"({list(self.exceptions)}): no team could ever be drawn"
+            )
 
 
 def draw_team(rng: np.random.Generator, gen: TeamGen, n: int) -> list[str]:

@@ -1,0 +1,179 @@
+"""SMACv2 baselines: our QMIX and MAPPO runs beside the curves that SMACv2 publishes from the game.
+
+SMACv2's repository ships its baseline training curves
+(``smacv2/examples/results/smac2_training_results.pkl``: scenario -> algorithm -> one pandas DataFrame of
+``step, mean_test_win_rate, mean_test_return`` per seed; pymarl2's QMIX and the MAPPO of SMACv2's paper,
+about 10M steps on StarCraft II). ``extract`` reads that file once into ``benchmarks/published_smacv2.yaml``
+(per scenario, algorithm and seed: the win rate at a few budgets); ``table`` puts our sweeps beside it.
+
+The win rate "at budget B" of a run, ours or published, is the mean of its greedy test evaluations logged at
+env steps in ``(B - WINDOW, B]`` (one test phase is noisy: 32 episodes), then averaged over seeds.
+
+    python benchmarks/smacv2_baselines.py extract <smacv2>/smacv2/examples/results/smac2_training_results.pkl
+    python scripts/sweep.py --alg qmix --maps protoss_5_vs_5 terran_5_vs_5 zerg_5_vs_5 --seeds 3 \\
+        t_max=500000 learner.td_lambda=0.4 --out <qmix sweep>
+    python scripts/sweep.py --alg mappo --maps protoss_5_vs_5 terran_5_vs_5 zerg_5_vs_5 --seeds 3 \\
+        t_max=500000 learner.ppo_clip=0.1 --out <mappo sweep>
+    python benchmarks/smacv2_baselines.py table <qmix sweep> <mappo sweep> --budget 500000
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import math
+import pickle
+import sys
+import types
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from marl.logging.plots import read_scalars  # noqa: E402
+from marl.report.runs import load_runs  # noqa: E402
+
+PUBLISHED = Path(__file__).with_name("published_smacv2.yaml")
+WINDOW = 200_000  # env steps before the budget whose test evaluations are averaged
+BUDGETS = (500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000)
+ALGS = {"QMIX": "qmix", "MAPPO": "mappo"}  # SMACv2's names -> ours ("open-loop MAPPO" is not compared)
+# What the published pickle may reference: pandas frames of NumPy arrays, nothing else is ever loaded.
+_ALLOWED_MODULES = {
+    "builtins": {"slice"},
+    "numpy": {"ndarray", "dtype"},
+    "numpy.core.multiarray": {"_reconstruct"},
+    "pandas.core.frame": {"DataFrame"},
+    "pandas.core.indexes.base": {"_new_Index", "Index"},
+    "pandas.core.indexes.numeric": {"Int64Index"},
+    "pandas.core.indexes.range": {"RangeIndex"},
+    "pandas._libs.internals": {"_unpickle_block"},
+    "pandas.core.internals.managers": {"BlockManager"},
+}
+
+
+def at_budget(curve: Sequence[tuple[float, float]], budget: float, window: float = WINDOW) -> float:
+    """Mean of the values logged at steps in ``(budget - window, budget]`` (NaN when none were)."""
+    vals = [v for t, v in curve if budget - window < t <= budget and math.isfinite(v)]
+    return float(np.mean(vals)) if vals else math.nan
+
+
+class _DataOnlyUnpickler(pickle.Unpickler):
+    """Loads only the pandas/NumPy classes of ``_ALLOWED_MODULES`` (a pickle can name any callable)."""
+
+    def find_class(self, module: str, name: str):  # noqa: ANN201 (pickle's signature)
+        if name not in _ALLOWED_MODULES.get(module, ()):
+            raise pickle.UnpicklingError(f"published results reference {module}.{name}: not data, refused")
+        if module == "pandas.core.indexes.numeric":  # pandas 2 dropped Int64Index; Index holds the same
+            import pandas as pd
+
+            return pd.Index
+        return super().find_class(module, name)
+
+
+def load_published_pickle(path: str | Path) -> dict:
+    """SMACv2's results pickle as ``{scenario: {alg: [DataFrame per seed]}}`` (data classes only)."""
+    sys.modules.setdefault("pandas.core.indexes.numeric", types.ModuleType("pandas.core.indexes.numeric"))
+    return _DataOnlyUnpickler(io.BytesIO(Path(path).read_bytes())).load()
+
+
+def extract(path: str | Path, out: Path = PUBLISHED) -> dict:
+    """Write ``out``: per scenario, algorithm and seed the published win rate at each of ``BUDGETS``."""
+    raw = load_published_pickle(path)
+    table: dict = {}
+    for scenario in sorted(raw):
+        for alg in ALGS:
+            seeds = raw[scenario].get(alg, [])
+            curves = [
+                list(zip(df["step"].tolist(), df["mean_test_win_rate"].tolist(), strict=True)) for df in seeds
+            ]
+            table.setdefault(scenario, {})[alg] = {
+                "seeds": len(curves),
+                "last_step": int(max(c[-1][0] for c in curves)),
+                "win_rate_at": {b: [round(at_budget(c, b), 3) for c in curves] for b in BUDGETS},
+            }
+    doc = {
+        "source": (
+            "SMACv2 (Ellis et al. 2022, arXiv:2212.07489), oxwhirl/smacv2, "
+            "smacv2/examples/results/smac2_training_results.pkl (added in commit cc6ad08, 2023-02-15; "
+            "read at 577ab5a): baseline training curves on StarCraft II (QMIX: pymarl2, td_lambda 0.4, "
+            "epsilon annealed over 100k steps; MAPPO: lr 0.0005, clip 0.1; its RUNNING_EXPERIMENTS.md)"
+        ),
+        "definition": (
+            f"win_rate_at[B]: per seed, the mean of the run's greedy test win rates logged at env steps in "
+            f"(B - {WINDOW:,}, B]"
+        ),
+        "scenarios": table,
+    }
+    out.write_text(yaml.safe_dump(doc, sort_keys=False, width=110, default_flow_style=None), encoding="utf-8")
+    return doc
+
+
+def ours_at_budget(sweeps: Sequence[Path], budget: int) -> dict[tuple[str, str], list[tuple[int, float]]]:
+    """``(scenario, alg) -> [(seed, win rate at budget)]`` over the run folders of ``sweeps``."""
+    runs, _ = load_runs(list(sweeps), "test_win_rate", 0.95, absolute=False)
+    out: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    for r in runs:
+        curve = read_scalars(Path(r.run_dir) / "log.jsonl").get("test_win_rate", [])
+        value = at_budget(curve, budget) if r.budget >= budget - WINDOW / 2 else math.nan
+        out.setdefault((r.task, r.alg), []).append((r.seed, value))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def _fmt(values: Sequence[float]) -> str:
+    done = [v for v in values if math.isfinite(v)]
+    if not done:
+        return "—"
+    return f"**{np.mean(done):.2f}** ({' / '.join(f'{v:.2f}' for v in values)})"
+
+
+def comparison_rows(ours: dict, published: dict, budget: int) -> list[list[str]]:
+    """Rows of scenario, algorithm, ours at ``budget``, SMACv2's at ``budget`` and at 10M."""
+    rows = []
+    for (scenario, alg), seeds in sorted(ours.items()):
+        name = next(k for k, v in ALGS.items() if v == alg)
+        pub = published["scenarios"][scenario][name]["win_rate_at"]
+        ours_col = _fmt([v for _, v in seeds])
+        rows.append([scenario, name, str(len(seeds)), ours_col, _fmt(pub[budget]), _fmt(pub[10_000_000])])
+    return rows
+
+
+def table(sweeps: Sequence[Path], budget: int) -> str:
+    """The comparison table (Markdown) of our sweeps against the published curves."""
+    published = yaml.safe_load(PUBLISHED.read_text(encoding="utf-8"))
+    if budget not in published["scenarios"][next(iter(published["scenarios"]))]["QMIX"]["win_rate_at"]:
+        raise SystemExit(f"--budget {budget}: the published table has the budgets {list(BUDGETS)}")
+    head = [
+        "scenario",
+        "alg",
+        "our seeds",
+        f"ours at {budget / 1e6:g}M (mean; per seed)",
+        f"SMACv2 at {budget / 1e6:g}M (game)",
+        "SMACv2 at 10M (game)",
+    ]
+    rows = comparison_rows(ours_at_budget(sweeps, budget), published, budget)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Command line: ``extract PKL`` or ``table SWEEP [SWEEP ...] --budget B``."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("extract", help="read SMACv2's results pickle into published_smacv2.yaml")
+    e.add_argument("pkl")
+    t = sub.add_parser("table", help="our sweeps beside the published figures")
+    t.add_argument("sweeps", nargs="+", type=Path)
+    t.add_argument("--budget", type=int, default=500_000, choices=BUDGETS)
+    args = p.parse_args(argv)
+    if args.cmd == "extract":
+        extract(args.pkl)
+        print(f"wrote {PUBLISHED}")
+    else:
+        print(table(args.sweeps, args.budget))
+
+
+if __name__ == "__main__":
+    main()
