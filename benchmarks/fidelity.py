@@ -11,6 +11,7 @@ the enemies' health+shield left (fraction of their maxima), each with a normal-a
     .venv/bin/python benchmarks/fidelity.py                       # all 23 maps, embedded engine
     .venv/bin/python benchmarks/fidelity.py --maps 3m 8m --episodes 400
     .venv/bin/python benchmarks/fidelity.py --backend sc2         # the same on StarCraft II (needs the game)
+    PYTHONPATH=. <python with SMAClite> benchmarks/fidelity.py --backend smaclite   # SMAClite's 12 maps
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import numpy as np
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from fidelity_smaclite import CRASHES, SMACLITE_MAPS, run_smaclite, smaclite_version  # noqa: E402
 
 from marl.envs.smac import StarCraft2Env  # noqa: E402
 from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
@@ -194,17 +197,27 @@ def check_lines(rows: list, pub: dict[str, tuple[float, str]], tol: float = 15.0
     return [f"**±{tol:.0f}-point check: {n_in} of {len(lines)} maps within.**", "", *lines]
 
 
+BACKENDS: dict[str, Callable[[str, str, int, int], dict[str, np.ndarray]]] = {
+    "sim": run_sim,
+    "sc2": run_game,
+    "smaclite": run_smaclite,
+}
+BACKEND_NAMES = {"sim": "embedded engine", "sc2": "SC2", "smaclite": "SMAClite"}
+PYTHONS = {"sim": ".venv/bin/python", "sc2": ".venv/bin/python"}
+PYTHONS["smaclite"] = "PYTHONPATH=. <python with SMAClite>"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--maps", nargs="*", default=None, help="default: all 23 SMAC maps")
     ap.add_argument("--policies", nargs="*", default=list(POLICIES), choices=POLICIES)
     ap.add_argument("--episodes", type=int, default=500, help="per map and policy (five largest maps: 200)")
-    ap.add_argument("--backend", default="sim", choices=("sim", "sc2"))
+    ap.add_argument("--backend", default="sim", choices=tuple(BACKENDS))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--note", default="")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "fidelity.md"))
     args = ap.parse_args()
-    maps = args.maps or list_maps()
+    maps = args.maps or (list_maps() if args.backend != "smaclite" else list(SMACLITE_MAPS))
     published = yaml.safe_load(PUBLISHED.read_text())
     heur_pub = published_heuristic(published)
     t0, load0 = time.time(), os.getloadavg()
@@ -213,10 +226,7 @@ def main() -> None:
         for policy in args.policies:
             episodes = min(args.episodes, LARGE.get(name, args.episodes))
             t = time.time()
-            if args.backend == "sim":
-                r = run_sim(name, policy, episodes, args.seed)
-            else:
-                r = run_game(name, policy, episodes, args.seed)
+            r = BACKENDS[args.backend](name, policy, episodes, args.seed)
             s = summarize(r)
             rows.append((name, policy, s))
             print(
@@ -225,16 +235,20 @@ def main() -> None:
                 flush=True,
             )
     lines = [
-        f"# Fidelity benchmark: scripted policies ({'embedded engine' if args.backend == 'sim' else 'SC2'})",
+        f"# Fidelity benchmark: scripted policies ({BACKEND_NAMES[args.backend]})",
         "",
-        f"- command: `.venv/bin/python benchmarks/fidelity.py {' '.join(sys.argv[1:])}`".rstrip(),
+        f"- command: `{PYTHONS[args.backend]} benchmarks/fidelity.py {' '.join(sys.argv[1:])}`".rstrip(),
         f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; seed {args.seed}",
         f"- machine: {platform.processor() or platform.machine()}, nproc {os.cpu_count()}, load at start "
         f"{load0[0]:.2f}, at end {os.getloadavg()[0]:.2f}; wall-clock {time.time() - t0:.0f} s",
-        f"- python {platform.python_version()}, numpy {np.__version__}",
+        f"- python {platform.python_version()}, numpy {np.__version__}"
+        + (f", smaclite {smaclite_version()}" if args.backend == "smaclite" else ""),
     ]
     if args.note:
         lines.append(f"- note: {args.note}")
+    if CRASHES:
+        crashed = "; ".join(CRASHES)
+        lines.append(f"- SMAClite raised in {len(CRASHES)} episodes, each replaced by a new one: {crashed}")
     lines += [
         "- intervals: win rate Wilson 95 %; other columns mean ± 1.96 standard errors; episodes per row in "
         "the `n` column (at most 200 on the five largest maps)",
