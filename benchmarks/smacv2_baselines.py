@@ -116,9 +116,10 @@ def ours_at_budget(sweeps: Sequence[Path], budget: int) -> dict[tuple[str, str],
     runs, _ = load_runs(list(sweeps), "test_win_rate", 0.95, absolute=False)
     out: dict[tuple[str, str], list[tuple[int, float]]] = {}
     for r in runs:
+        if r.budget < budget - WINDOW / 2:  # still running (or stopped early): not at the budget yet
+            continue
         curve = read_scalars(Path(r.run_dir) / "log.jsonl").get("test_win_rate", [])
-        value = at_budget(curve, budget) if r.budget >= budget - WINDOW / 2 else math.nan
-        out.setdefault((r.task, r.alg), []).append((r.seed, value))
+        out.setdefault((r.task, r.alg), []).append((r.seed, at_budget(curve, budget)))
     return {k: sorted(v) for k, v in out.items()}
 
 
@@ -136,7 +137,8 @@ def comparison_rows(ours: dict, published: dict, budget: int) -> list[list[str]]
         name = next(k for k, v in ALGS.items() if v == alg)
         pub = published["scenarios"][scenario][name]["win_rate_at"]
         ours_col = _fmt([v for _, v in seeds])
-        rows.append([scenario, name, str(len(seeds)), ours_col, _fmt(pub[budget]), _fmt(pub[10_000_000])])
+        seed_ids = ", ".join(str(k) for k, _ in seeds)
+        rows.append([scenario, name, seed_ids, ours_col, _fmt(pub[budget]), _fmt(pub[10_000_000])])
     return rows
 
 

@@ -6,6 +6,7 @@ import pickle
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -54,3 +55,20 @@ def test_shipped_published_table_matches_smacv2_readme_scale():
     assert all(q["seeds"] >= 3 and len(q["win_rate_at"][10_000_000]) == q["seeds"] for q in qmix.values())
     at_10m = {s: sum(q["win_rate_at"][10_000_000]) / q["seeds"] for s, q in qmix.items()}
     assert at_10m["protoss_5_vs_5"] > at_10m["zerg_5_vs_5"]  # SMACv2's ordering on the game
+
+
+def test_table_puts_finished_runs_beside_the_published_figures(tmp_path, monkeypatch):
+    pytest.importorskip("rliable")
+    from test_report import fake_run
+
+    curve = [(100_000, 0.0), (350_000, 0.2), (450_000, 0.4), (500_000, 0.6)]
+    fake_run(tmp_path, "qmix", "protoss_5_vs_5", 0, curve, env="sc2")
+    fake_run(tmp_path, "qmix", "protoss_5_vs_5", 1, [(t, v / 2) for t, v in curve], env="sc2")
+    fake_run(tmp_path, "qmix", "protoss_5_vs_5", 2, curve[:2], env="sc2")  # still running: left out
+    out = sb.table([tmp_path], 500_000)
+    row = next(line for line in out.splitlines() if line.startswith("| protoss_5_vs_5 | QMIX"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2] == "0, 1"  # the finished seeds
+    assert cells[3] == "**0.30** (0.40 / 0.20)"  # (300k, 500k]: mean(0.2, 0.4, 0.6) and half of it
+    published = yaml.safe_load(sb.PUBLISHED.read_text())["scenarios"]["protoss_5_vs_5"]["QMIX"]
+    assert cells[4].startswith(f"**{np.mean(published['win_rate_at'][500_000]):.2f}**")
