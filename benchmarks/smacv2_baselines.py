@@ -113,11 +113,10 @@ def extract(path: str | Path, out: Path = PUBLISHED) -> dict:
 
 def ours_at_budget(sweeps: Sequence[Path], budget: int) -> dict[tuple[str, str], list[tuple[int, float]]]:
     """``(scenario, alg) -> [(seed, win rate at budget)]`` over the run folders of ``sweeps``."""
-    runs, _ = load_runs(list(sweeps), "test_win_rate", 0.95, absolute=False)
+    # a run still going (or stopped early) has not reached the budget: left out
+    runs, _ = load_runs(list(sweeps), "test_win_rate", 0.95, min_steps=budget - WINDOW // 2)
     out: dict[tuple[str, str], list[tuple[int, float]]] = {}
     for r in runs:
-        if r.budget < budget - WINDOW / 2:  # still running (or stopped early): not at the budget yet
-            continue
         curve = read_scalars(Path(r.run_dir) / "log.jsonl").get("test_win_rate", [])
         out.setdefault((r.task, r.alg), []).append((r.seed, at_budget(curve, budget)))
     return {k: sorted(v) for k, v in out.items()}

@@ -184,3 +184,15 @@ def test_report_command_writes_every_file(sweep, capsys):
     with pytest.raises(SystemExit) as exc:
         report_main([str(sweep / "missing")])
     assert exc.value.code == 2 and "no such folder" in capsys.readouterr().err
+
+
+def test_min_steps_leaves_out_runs_still_going_and_smacv2_is_named(tmp_path):
+    fake_run(tmp_path, "qmix", "protoss_5_vs_5", 0, [(100, 0.1), (1000, 0.5)], env="sc2")
+    fake_run(tmp_path, "qmix", "protoss_5_vs_5", 1, [(100, 0.2), (400, 0.3)], env="sc2")
+    fake_run(tmp_path, "qmix", "3m", 0, [(100, 0.2), (1000, 0.9)], env="sc2")
+    runs, notes = load_runs([tmp_path], "test_win_rate", 0.95, min_steps=900)
+    assert sorted((r.env, r.task, r.seed) for r in runs) == [
+        ("smac", "3m", 0),
+        ("smacv2", "protoss_5_vs_5", 0),
+    ]
+    assert len(notes) == 1 and "qmix_protoss_5_vs_5_seed1" in notes[0] and "400 steps (< 900)" in notes[0]

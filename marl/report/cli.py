@@ -100,6 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not evaluate best checkpoints for the absolute metric (cached results are still used)",
     )
     p.add_argument("--envs", type=int, default=8, help="envs stepped together in that evaluation (default 8)")
+    p.add_argument(
+        "--min-steps",
+        type=int,
+        default=0,
+        help="leave out runs whose last test phase is before this many env steps (runs still going)",
+    )
     p.add_argument("--readme", action="store_true", help="regenerate README.md's results blocks and exit")
     p.add_argument("--check", action="store_true", help="with --readme: only check, exit 1 when out of date")
     return p
@@ -118,7 +124,9 @@ def report_main(argv: Sequence[str] | None = None) -> int:
     if args.reps < 100 or args.envs < 1:
         p.error("--reps must be >= 100 and --envs >= 1")
     try:
-        runs, skipped = load_runs(list(args.runs), args.metric, args.target, not args.no_absolute, args.envs)
+        runs, skipped = load_runs(
+            list(args.runs), args.metric, args.target, not args.no_absolute, args.envs, args.min_steps
+        )
         out = args.out or args.runs[0]
         written = write_report(runs, out, args.metric, args.target, args.reps, args.seed, args.title, skipped)
     except (FileNotFoundError, ValueError) as err:

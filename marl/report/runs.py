@@ -78,7 +78,11 @@ class Run:
 
 def _env_name(cfg: dict[str, Any]) -> str:
     name = str(cfg["env"]["name"])
-    return "smac" if name == "sc2" else name  # SMAC runs use the sc2 env (embedded engine or the game)
+    if name != "sc2":
+        return name
+    from marl.envs.smac.smacv2.scenarios import is_scenario  # SMAC and SMACv2 both use the sc2 env
+
+    return "smacv2" if is_scenario(str(cfg["env"]["map_name"])) else "smac"
 
 
 def is_run_dir(folder: Path) -> bool:
@@ -154,16 +158,25 @@ def compute_absolute(run_dir: Path, n_envs: int = 8, seed: int = 54321) -> dict[
 
 
 def load_runs(
-    roots: list[Path], metric: str, target: float, absolute: bool = False, n_envs: int = 8
+    roots: list[Path],
+    metric: str,
+    target: float,
+    absolute: bool = False,
+    n_envs: int = 8,
+    min_steps: int = 0,
 ) -> tuple[list[Run], list[str]]:
     """Every readable run below ``roots`` and a list of notes on the folders skipped. With ``absolute``,
-    runs without a cached absolute metric are evaluated now (MindSpore, the env: minutes on SMAC)."""
+    runs without a cached absolute metric are evaluated now (MindSpore, the env: minutes on SMAC).
+    ``min_steps`` leaves out runs whose last test phase came before it (runs still going, or cut short)."""
     runs, skipped = [], []
     for d in find_run_dirs(roots):
         try:
             run = load_run(d, metric, target)
         except (ValueError, KeyError, OSError) as err:
             skipped.append(f"{d}: {err}")
+            continue
+        if run.budget < min_steps:
+            skipped.append(f"{d}: left out, its last test phase is at {run.budget:,} steps (< {min_steps:,})")
             continue
         if absolute and run.absolute is None:
             run.absolute = compute_absolute(d, n_envs=n_envs)
