@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import math
 import pickle
 import sys
@@ -34,10 +35,12 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from marl.logging.plots import read_scalars  # noqa: E402
+from marl.report.readme import ROW_MARKER  # noqa: E402
 from marl.report.runs import load_runs  # noqa: E402
 
 PUBLISHED = Path(__file__).with_name("published_smacv2.yaml")
 WINDOW = 200_000  # env steps before the budget whose test evaluations are averaged
+FINISHED_SLACK = 20_000  # a run whose last test phase is this close to the budget has reached it
 BUDGETS = (500_000, 1_000_000, 2_000_000, 5_000_000, 10_000_000)
 ALGS = {"QMIX": "qmix", "MAPPO": "mappo"}  # SMACv2's names -> ours ("open-loop MAPPO" is not compared)
 # What the published pickle may reference: pandas frames of NumPy arrays, nothing else is ever loaded.
@@ -112,14 +115,23 @@ def extract(path: str | Path, out: Path = PUBLISHED) -> dict:
 
 
 def ours_at_budget(sweeps: Sequence[Path], budget: int) -> dict[tuple[str, str], list[tuple[int, float]]]:
-    """``(scenario, alg) -> [(seed, win rate at budget)]`` over the run folders of ``sweeps``."""
+    """``(scenario, alg) -> [(seed, win rate at budget, wall-clock minutes)]`` over the runs of ``sweeps``."""
     # a run still going (or stopped early) has not reached the budget: left out
-    runs, _ = load_runs(list(sweeps), "test_win_rate", 0.95, min_steps=budget - WINDOW // 2)
-    out: dict[tuple[str, str], list[tuple[int, float]]] = {}
+    runs, _ = load_runs(list(sweeps), "test_win_rate", 0.95, min_steps=budget - FINISHED_SLACK)
+    out: dict[tuple[str, str], list[tuple[int, float, float]]] = {}
     for r in runs:
         curve = read_scalars(Path(r.run_dir) / "log.jsonl").get("test_win_rate", [])
-        out.setdefault((r.task, r.alg), []).append((r.seed, at_budget(curve, budget)))
+        out.setdefault((r.task, r.alg), []).append((r.seed, at_budget(curve, budget), _minutes(r.run_dir)))
     return {k: sorted(v) for k, v in out.items()}
+
+
+def _minutes(run_dir: Path) -> float:
+    """The run's wall-clock in minutes, from the sweep's ``result.json`` (NaN without one)."""
+    done = Path(run_dir) / "result.json"
+    if not done.is_file():
+        return math.nan
+    res = json.loads(done.read_text(encoding="utf-8"))
+    return (res["finished"] - res["started"]) / 60
 
 
 def _fmt(values: Sequence[float]) -> str:
@@ -135,13 +147,47 @@ def comparison_rows(ours: dict, published: dict, budget: int) -> list[list[str]]
     for (scenario, alg), seeds in sorted(ours.items()):
         name = next(k for k, v in ALGS.items() if v == alg)
         pub = published["scenarios"][scenario][name]["win_rate_at"]
-        ours_col = _fmt([v for _, v in seeds])
-        seed_ids = ", ".join(str(k) for k, _ in seeds)
+        ours_col = _fmt([v for _, v, _ in seeds])
+        seed_ids = ", ".join(str(k) for k, _, _ in seeds)
         rows.append([scenario, name, seed_ids, ours_col, _fmt(pub[budget]), _fmt(pub[10_000_000])])
     return rows
 
 
-def table(sweeps: Sequence[Path], budget: int) -> str:
+def readme_rows(ours: dict, published: dict, budget: int, conditions: str) -> list[list[str]]:
+    """The README learning table's rows (task, target, reached, wall-clock, conditions) per scenario/alg."""
+    rows = []
+    for (scenario, alg), seeds in sorted(ours.items()):
+        name = next(k for k, v in ALGS.items() if v == alg)
+        pub = published["scenarios"][scenario][name]["win_rate_at"]
+        ids = ", ".join(str(k) for k, _, _ in seeds)
+        minutes = [m for _, _, m in seeds if math.isfinite(m)]
+        k = f"{budget / 1e3:g}k"
+        rows.append(
+            [
+                f"{name} {scenario} (SMACv2, {k}-step budget, seeds {ids})",
+                f"SMACv2's {name} on the game at {k}: {np.nanmean(pub[budget]):.2f} (at 10M: "
+                f"{np.nanmean(pub[10_000_000]):.2f})",
+                f"test win rate at {k}: {_fmt([v for _, v, _ in seeds])}",
+                _span(minutes),
+                conditions,
+            ]
+        )
+    return rows
+
+
+def _span(minutes: list[float]) -> str:
+    if not minutes:
+        return "—"
+    lo, hi = round(min(minutes)), round(max(minutes))
+    return f"{lo} min per run" if lo == hi else f"{lo}–{hi} min per run"
+
+
+def _md(head: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def table(sweeps: Sequence[Path], budget: int, conditions: str | None = None) -> str:
     """The comparison table (Markdown) of our sweeps against the published curves."""
     published = yaml.safe_load(PUBLISHED.read_text(encoding="utf-8"))
     if budget not in published["scenarios"][next(iter(published["scenarios"]))]["QMIX"]["win_rate_at"]:
@@ -154,9 +200,14 @@ def table(sweeps: Sequence[Path], budget: int) -> str:
         f"SMACv2 at {budget / 1e6:g}M (game)",
         "SMACv2 at 10M (game)",
     ]
-    rows = comparison_rows(ours_at_budget(sweeps, budget), published, budget)
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+    ours = ours_at_budget(sweeps, budget)
+    text = _md(head, comparison_rows(ours, published, budget))
+    if conditions is not None:  # the rows that README.md's learning table takes from the results file
+        readme_head = ["task", "target", "reached at env steps", "wall-clock", "conditions"]
+        text += (
+            "\n\n" + ROW_MARKER + "\n" + _md(readme_head, readme_rows(ours, published, budget, conditions))
+        )
+    return text
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -168,12 +219,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     t = sub.add_parser("table", help="our sweeps beside the published figures")
     t.add_argument("sweeps", nargs="+", type=Path)
     t.add_argument("--budget", type=int, default=500_000, choices=BUDGETS)
+    t.add_argument(
+        "--readme-rows", metavar="CONDITIONS", help="also the README learning rows, with this text"
+    )
     args = p.parse_args(argv)
     if args.cmd == "extract":
         extract(args.pkl)
         print(f"wrote {PUBLISHED}")
     else:
-        print(table(args.sweeps, args.budget))
+        print(table(args.sweeps, args.budget, args.readme_rows))
 
 
 if __name__ == "__main__":
