@@ -180,7 +180,9 @@ def published_heuristic(published: dict) -> dict[str, tuple[float, str]]:
     return out
 
 
-def check_lines(rows: list, pub: dict[str, tuple[float, str]], tol: float = 15.0) -> list[str]:
+def check_lines(
+    rows: list, pub: dict[str, tuple[float, str]], tol: float = 15.0, label: str = "ours"
+) -> list[str]:
     """The issue's goal, one line per map with a published heuristic figure: |ours - published| <= tol."""
     lines = []
     for name, policy, s in rows:
@@ -190,7 +192,7 @@ def check_lines(rows: list, pub: dict[str, tuple[float, str]], tol: float = 15.0
         gap = 100 * s["win"] - v
         verdict = "within" if abs(gap) <= tol else "OUTSIDE"
         lines.append(
-            f"- {name}: ours {100 * s['win']:.1f} %, published {v:.0f} % ({tag}): {gap:+.1f} points, "
+            f"- {name}: {label} {100 * s['win']:.1f} %, published {v:.0f} % ({tag}): {gap:+.1f} points, "
             + verdict
         )
     n_in = sum("within" in line for line in lines)
@@ -272,8 +274,9 @@ def main() -> None:
             f"| {name} | {policy} | {s['episodes']} | {100 * s['win']:.1f} % [{100 * lo:.1f}, "
             f"{100 * hi:.1f}] | {pub_s} | {gap} | " + " | ".join(cells) + " |"
         )
-    if "heuristic" in args.policies:
-        lines += ["", *check_lines(rows, heur_pub)]
+    if "heuristic" in args.policies and any(name in heur_pub for name in maps):
+        label = "SMAClite" if args.backend == "smaclite" else "ours"
+        lines += ["", *check_lines(rows, heur_pub, label=label)]
     Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
 
