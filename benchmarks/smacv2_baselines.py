@@ -164,7 +164,7 @@ def readme_rows(ours: dict, published: dict, budget: int, conditions: str) -> li
         k = f"{budget / 1e3:g}k"
         rows.append(
             [
-                f"{name} {scenario} (SMACv2, {k}-step budget, seeds {ids})",
+                f"{name} {scenario} (SMACv2, {k}-step budget, seed{'s' if len(seeds) > 1 else ''} {ids})",
                 f"SMACv2's {name} on the game at {k}: {np.nanmean(pub[budget]):.2f} (at 10M: "
                 f"{np.nanmean(pub[10_000_000]):.2f})",
                 f"test win rate at {k}: {_fmt([v for _, v, _ in seeds])}",
