@@ -205,8 +205,11 @@ BACKENDS: dict[str, Callable[[str, str, int, int], dict[str, np.ndarray]]] = {
     "smaclite": run_smaclite,
 }
 BACKEND_NAMES = {"sim": "embedded engine", "sc2": "SC2", "smaclite": "SMAClite"}
-PYTHONS = {"sim": ".venv/bin/python", "sc2": ".venv/bin/python"}
-PYTHONS["smaclite"] = "PYTHONPATH=. <python with SMAClite>"
+PYTHONS = {
+    "sim": ".venv/bin/python",
+    "sc2": ".venv/bin/python",
+    "smaclite": "PYTHONPATH=. <python with SMAClite>",
+}
 
 
 def main() -> None:

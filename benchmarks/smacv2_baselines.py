@@ -34,9 +34,9 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from marl.logging.plots import read_scalars  # noqa: E402
-from marl.report.readme import ROW_MARKER  # noqa: E402
+from marl.report.readme import ROW_MARKER, md_table  # noqa: E402
 from marl.report.runs import load_runs  # noqa: E402
+from marl.sweep import DONE_FILE  # noqa: E402
 
 PUBLISHED = Path(__file__).with_name("published_smacv2.yaml")
 WINDOW = 200_000  # env steps before the budget whose test evaluations are averaged
@@ -114,20 +114,21 @@ def extract(path: str | Path, out: Path = PUBLISHED) -> dict:
     return doc
 
 
-def ours_at_budget(sweeps: Sequence[Path], budget: int) -> dict[tuple[str, str], list[tuple[int, float]]]:
+def ours_at_budget(
+    sweeps: Sequence[Path], budget: int
+) -> dict[tuple[str, str], list[tuple[int, float, float]]]:
     """``(scenario, alg) -> [(seed, win rate at budget, wall-clock minutes)]`` over the runs of ``sweeps``."""
     # a run still going (or stopped early) has not reached the budget: left out
     runs, _ = load_runs(list(sweeps), "test_win_rate", 0.95, min_steps=budget - FINISHED_SLACK)
     out: dict[tuple[str, str], list[tuple[int, float, float]]] = {}
     for r in runs:
-        curve = read_scalars(Path(r.run_dir) / "log.jsonl").get("test_win_rate", [])
-        out.setdefault((r.task, r.alg), []).append((r.seed, at_budget(curve, budget), _minutes(r.run_dir)))
+        out.setdefault((r.task, r.alg), []).append((r.seed, at_budget(r.curve, budget), _minutes(r.run_dir)))
     return {k: sorted(v) for k, v in out.items()}
 
 
 def _minutes(run_dir: Path) -> float:
     """The run's wall-clock in minutes, from the sweep's ``result.json`` (NaN without one)."""
-    done = Path(run_dir) / "result.json"
+    done = Path(run_dir) / DONE_FILE
     if not done.is_file():
         return math.nan
     res = json.loads(done.read_text(encoding="utf-8"))
@@ -141,12 +142,17 @@ def _fmt(values: Sequence[float]) -> str:
     return f"**{np.mean(done):.2f}** ({' / '.join(f'{v:.2f}' for v in values)})"
 
 
+def _entries(ours: dict, published: dict):  # noqa: ANN202 (a generator of tuples)
+    """``(scenario, SMACv2's algorithm name, our seeds, the published win_rate_at)`` per row, sorted."""
+    for (scenario, alg), seeds in sorted(ours.items()):
+        name = next(k for k, v in ALGS.items() if v == alg)
+        yield scenario, name, seeds, published["scenarios"][scenario][name]["win_rate_at"]
+
+
 def comparison_rows(ours: dict, published: dict, budget: int) -> list[list[str]]:
     """Rows of scenario, algorithm, ours at ``budget``, SMACv2's at ``budget`` and at 10M."""
     rows = []
-    for (scenario, alg), seeds in sorted(ours.items()):
-        name = next(k for k, v in ALGS.items() if v == alg)
-        pub = published["scenarios"][scenario][name]["win_rate_at"]
+    for scenario, name, seeds, pub in _entries(ours, published):
         ours_col = _fmt([v for _, v, _ in seeds])
         seed_ids = ", ".join(str(k) for k, _, _ in seeds)
         rows.append([scenario, name, seed_ids, ours_col, _fmt(pub[budget]), _fmt(pub[10_000_000])])
@@ -156,9 +162,7 @@ def comparison_rows(ours: dict, published: dict, budget: int) -> list[list[str]]
 def readme_rows(ours: dict, published: dict, budget: int, conditions: str) -> list[list[str]]:
     """The README learning table's rows (task, target, reached, wall-clock, conditions) per scenario/alg."""
     rows = []
-    for (scenario, alg), seeds in sorted(ours.items()):
-        name = next(k for k, v in ALGS.items() if v == alg)
-        pub = published["scenarios"][scenario][name]["win_rate_at"]
+    for scenario, name, seeds, pub in _entries(ours, published):
         ids = ", ".join(str(k) for k, _, _ in seeds)
         minutes = [m for _, _, m in seeds if math.isfinite(m)]
         k = f"{budget / 1e3:g}k"
@@ -182,11 +186,6 @@ def _span(minutes: list[float]) -> str:
     return f"{lo} min per run" if lo == hi else f"{lo}–{hi} min per run"
 
 
-def _md(head: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
-
-
 def table(sweeps: Sequence[Path], budget: int, conditions: str | None = None) -> str:
     """The comparison table (Markdown) of our sweeps against the published curves."""
     published = yaml.safe_load(PUBLISHED.read_text(encoding="utf-8"))
@@ -201,12 +200,11 @@ def table(sweeps: Sequence[Path], budget: int, conditions: str | None = None) ->
         "SMACv2 at 10M (game)",
     ]
     ours = ours_at_budget(sweeps, budget)
-    text = _md(head, comparison_rows(ours, published, budget))
+    text = md_table([head, *comparison_rows(ours, published, budget)])
     if conditions is not None:  # the rows that README.md's learning table takes from the results file
         readme_head = ["task", "target", "reached at env steps", "wall-clock", "conditions"]
-        text += (
-            "\n\n" + ROW_MARKER + "\n" + _md(readme_head, readme_rows(ours, published, budget, conditions))
-        )
+        rows = readme_rows(ours, published, budget, conditions)
+        text += "\n\n" + ROW_MARKER + "\n" + md_table([readme_head, *rows])
     return text
 
 

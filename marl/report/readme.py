@@ -51,7 +51,8 @@ def _table_after(text: str, marker: str, where: str) -> list[list[str]]:
     return _parse_table(text[text.index(marker) + len(marker) :], f"{where}, after {marker}")
 
 
-def _md(rows: list[list[str]]) -> str:
+def md_table(rows: list[list[str]]) -> str:
+    """``rows`` (header first) as a Markdown table."""
     lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows[1:]])
 
@@ -73,7 +74,7 @@ def learning_block(results: Path) -> str:
         rows += [[*r, f"`{f.name}`"] for r in table[1:]]
     if header is None:
         raise ValueError(f"no {ROW_MARKER} table in {results}/*.md")
-    return _md([[*header, "file"], *rows])
+    return md_table([[*header, "file"], *rows])
 
 
 def throughput_block(results: Path) -> str:
@@ -101,7 +102,7 @@ def throughput_block(results: Path) -> str:
         if rollout:
             roll = [f"{int(r[col['ours rollout sps']]):,}", f"{float(r[col['rollout/SMAX scan']]):.2f}×"]
         out.append([r[col["map"]], r[col["n_envs"]], ours, *single, step, vs_step, scan, vs_scan, *roll])
-    return _md(out)
+    return md_table(out)
 
 
 def multi_seed_block(results: Path) -> str:
