@@ -1,5 +1,7 @@
 """Scheme, EpisodeBatch and ReplayBuffer: shapes from EnvInfo, filling, wrap-around, sampling."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -77,3 +79,20 @@ def test_replay_reports_memory(capsys):
     assert "MiB" in capsys.readouterr().out
     with pytest.raises(ValueError, match="positive"):
         ReplayBuffer(Scheme(INFO), capacity=0)
+
+
+def test_replay_refuses_a_buffer_larger_than_memory():
+    per_episode = Scheme(INFO).bytes_per_episode()
+    ReplayBuffer(Scheme(INFO), capacity=8, verbose=False, available=10 * per_episode)  # 8 <= 0.8 * 10
+    with pytest.raises(ValueError, match=r"learner.buffer_size=9 .*Use learner.buffer_size=8 or less"):
+        ReplayBuffer(Scheme(INFO), capacity=9, verbose=False, available=10 * per_episode)
+    with pytest.raises(ValueError, match="even one episode does not fit"):
+        ReplayBuffer(Scheme(INFO), capacity=1, verbose=False, available=per_episode)
+
+
+def test_available_memory_reads_the_machine():
+    from marl.buffers.replay import available_memory
+
+    avail = available_memory()
+    if Path("/proc/meminfo").exists():  # Linux (CI): a byte count between 1 MiB and 1 PiB
+        assert avail is not None and 2**20 < avail < 2**50

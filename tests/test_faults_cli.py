@@ -130,6 +130,7 @@ def _usage_error(capsys, argv: list[str]) -> str:
         (["--map", "3m", "env.map_name=8m"], "--map 3m conflicts with env.map_name=8m"),
         (["--seed", "1", "seed=2"], "--seed 1 conflicts with seed=2"),
         (["--alg", "vdn", "alg=qmix"], "--alg vdn conflicts with alg=qmix"),
+        (["learner.buffer_size=1000000000"], "of memory is available"),  # would be OOM-killed part-way
     ],
 )
 def test_bad_input_is_one_usage_line_and_leaves_no_folder(tmp_path, capsys, argv, says):

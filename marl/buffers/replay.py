@@ -2,21 +2,79 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from marl.buffers.episode import EpisodeBatch, Scheme
+
+# The share of the memory available at start that a replay buffer may take (the learner, the envs and the
+# compiled step need the rest).
+MEMORY_SHARE = 0.8
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        text = Path(path).read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None  # cgroup's "max" means no limit
+
+
+def available_memory() -> int | None:
+    """Bytes a new process can still use: Linux's ``MemAvailable``, capped by a cgroup v2 memory limit.
+
+    ``None`` where neither is readable (the check that uses it is then skipped).
+    """
+    avail = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                avail = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    limit, used = _read_int("/sys/fs/cgroup/memory.max"), _read_int("/sys/fs/cgroup/memory.current")
+    if limit is not None and used is not None:
+        avail = limit - used if avail is None else min(avail, limit - used)
+    return avail
+
+
+def check_fits(scheme: Scheme, capacity: int, available: int | None) -> None:
+    """Refuse a buffer that cannot fit in ``MEMORY_SHARE`` of ``available`` bytes, naming a size that fits.
+
+    NumPy's zeroed arrays take memory only as episodes are written, so without this check a too-large buffer
+    would not fail at start but hours later, when the OS kills the run.
+    """
+    if available is None:
+        return
+    per_episode = scheme.bytes_per_episode()
+    need, allowed = capacity * per_episode, int(MEMORY_SHARE * available)
+    if need <= allowed:
+        return
+    fits = allowed // per_episode
+    gib = 2**30
+    raise ValueError(
+        f"learner.buffer_size={capacity} episodes of {scheme.max_seq_length} slots "
+        f"({per_episode / 2**20:.1f} MiB each) need {need / gib:.1f} GiB, but only {available / gib:.1f} GiB "
+        f"of memory is available ({int(MEMORY_SHARE * 100)} % of it may go to the buffer); the buffer fills "
+        f"as episodes arrive, so the run would be killed part-way. Use learner.buffer_size={fits} or less"
+        + (" (or a machine with more memory)" if fits >= 1 else "; even one episode does not fit")
+    )
 
 
 class ReplayBuffer:
     """A ring buffer of ``capacity`` padded episodes.
 
-    Storage is allocated once at construction (and its size printed), so a too-large buffer fails at
-    start, not hours into a run.
+    Its size is printed, and checked at construction against the memory available (``available`` bytes;
+    default: read from the machine), so a too-large buffer fails at start, not hours into a run.
     """
 
-    def __init__(self, scheme: Scheme, capacity: int, verbose: bool = True) -> None:
+    def __init__(
+        self, scheme: Scheme, capacity: int, verbose: bool = True, available: int | None = None
+    ) -> None:
         if capacity <= 0:
             raise ValueError(f"buffer_size must be a positive number of episodes, got {capacity}")
+        check_fits(scheme, capacity, available_memory() if available is None else available)
         self.scheme = scheme
         self.capacity = capacity
         self.storage = EpisodeBatch(scheme, capacity)
