@@ -21,6 +21,7 @@ import numpy as np
 
 from marl import registry
 from marl.buffers import EpisodeBatch, ReplayBuffer, Scheme
+from marl.buffers.replay import capped_capacity
 from marl.checkpoint import AGENT_CKPT, Checkpointer, latest, load_latest
 from marl.config import Config, config_from_dict, config_to_dict, dump_config
 from marl.config.schema import ALG_SECTIONS
@@ -77,7 +78,12 @@ class Trainer:
         if not isinstance(self.learner, Learner):
             raise TypeError(f"learner {cfg.learner.name!r} does not provide marl.learners.base.Learner")
         self.on_policy = bool(self.learner.on_policy)
-        self.buffer = None if self.on_policy else ReplayBuffer(self.scheme, cfg.learner.buffer_size)
+        if self.on_policy:
+            self.buffer = None
+        else:
+            lc = cfg.learner
+            capacity = capped_capacity(self.scheme, lc.buffer_size, lc.buffer_max_gib, lc.batch_size)
+            self.buffer = ReplayBuffer(self.scheme, capacity)
         self.fresh: list[EpisodeBatch] = []  # on-policy: episodes collected since the last update
         self.controller = self.learner.make_controller(seed=cfg.seed)
         self.rng = np.random.default_rng(cfg.seed)

@@ -96,3 +96,16 @@ def test_available_memory_reads_the_machine():
     avail = available_memory()
     if Path("/proc/meminfo").exists():  # Linux (CI): a byte count between 1 MiB and 1 PiB
         assert avail is not None and 2**20 < avail < 2**50
+
+
+def test_buffer_max_gib_caps_only_large_episodes(capsys):
+    from marl.buffers.replay import capped_capacity
+
+    scheme = Scheme(INFO)
+    per_episode_gib = scheme.bytes_per_episode() / 2**30
+    assert capped_capacity(scheme, 5000, 0.0, 128) == 5000  # 0: no cap
+    assert capped_capacity(scheme, 5000, 10.0, 128) == 5000  # the cap is above the buffer: unchanged
+    assert capped_capacity(scheme, 5000, 1000.5 * per_episode_gib, 128) == 1000
+    assert "1000 episodes instead of buffer_size=5000" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="fewer than learner.batch_size=128"):
+        capped_capacity(scheme, 5000, 100 * per_episode_gib, 128)

@@ -58,8 +58,34 @@ def check_fits(scheme: Scheme, capacity: int, available: int | None) -> None:
         f"({per_episode / 2**20:.1f} MiB each) need {need / gib:.1f} GiB, but only {available / gib:.1f} GiB "
         f"of memory is available ({int(MEMORY_SHARE * 100)} % of it may go to the buffer); the buffer fills "
         f"as episodes arrive, so the run would be killed part-way. Use learner.buffer_size={fits} or less"
-        + (" (or a machine with more memory)" if fits >= 1 else "; even one episode does not fit")
+        + (
+            f", or learner.buffer_max_gib={allowed / gib:.1f} or less (a cap in GiB, for all maps)"
+            if fits >= 1
+            else "; even one episode does not fit"
+        )
     )
+
+
+def capped_capacity(scheme: Scheme, buffer_size: int, max_gib: float, batch_size: int) -> int:
+    """``buffer_size`` episodes, or fewer where they would take more than ``max_gib`` GiB (0: no cap).
+
+    One setting for every map of a sweep: it changes only the maps whose padded episodes are large.
+    """
+    if max_gib <= 0:
+        return buffer_size
+    fits = int(max_gib * 2**30) // scheme.bytes_per_episode()
+    if fits < batch_size:
+        per_episode = scheme.bytes_per_episode()
+        raise ValueError(
+            f"learner.buffer_max_gib={max_gib} holds {fits} episodes of this environment "
+            f"({per_episode / 2**20:.1f} MiB each), fewer than learner.batch_size={batch_size}; "
+            f"allowed: 0 (no cap) or at least {batch_size * per_episode / 2**30:.2f}"
+        )
+    if fits < buffer_size:
+        print(
+            f"[buffer] learner.buffer_max_gib={max_gib}: {fits} episodes instead of buffer_size={buffer_size}"
+        )
+    return min(buffer_size, fits)
 
 
 class ReplayBuffer:

@@ -201,6 +201,7 @@ def check_ranges(cfg: Config) -> None:
         ("t_max", cfg.t_max >= 1, ">= 1"),
         ("learner.batch_size", cfg.learner.batch_size >= 1, ">= 1"),
         ("learner.buffer_size", cfg.learner.buffer_size >= cfg.learner.batch_size, ">= learner.batch_size"),
+        ("learner.buffer_max_gib", 0 <= cfg.learner.buffer_max_gib < math.inf, ">= 0 and finite (0: no cap)"),
         ("learner.lr", 0 < cfg.learner.lr < math.inf, "> 0 and finite"),
         ("learner.critic_lr", not has("critic_lr") or 0 < lc.critic_lr < math.inf, "> 0 and finite"),
         ("learner.grad_norm_clip", math.isfinite(cfg.learner.grad_norm_clip), "finite (<= 0: no clipping)"),
