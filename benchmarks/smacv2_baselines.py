@@ -115,14 +115,16 @@ def extract(path: str | Path, out: Path = PUBLISHED) -> dict:
 
 
 def ours_at_budget(
-    sweeps: Sequence[Path], budget: int
+    sweeps: Sequence[Path], budget: int, window: float = WINDOW
 ) -> dict[tuple[str, str], list[tuple[int, float, float]]]:
-    """``(scenario, alg) -> [(seed, win rate at budget, wall-clock minutes)]`` over the runs of ``sweeps``."""
+    """``(scenario, alg) -> [(seed, win rate at budget, wall-clock minutes)]`` over the runs of ``sweeps``
+    (the win rate: :func:`at_budget` over ``window``)."""
     # a run still going (or stopped early) has not reached the budget: left out
     runs, _ = load_runs(list(sweeps), "test_win_rate", 0.95, min_steps=budget - FINISHED_SLACK)
     out: dict[tuple[str, str], list[tuple[int, float, float]]] = {}
     for r in runs:
-        out.setdefault((r.task, r.alg), []).append((r.seed, at_budget(r.curve, budget), _minutes(r.run_dir)))
+        at = at_budget(r.curve, budget, window)
+        out.setdefault((r.task, r.alg), []).append((r.seed, at, _minutes(r.run_dir)))
     return {k: sorted(v) for k, v in out.items()}
 
 
@@ -135,7 +137,8 @@ def _minutes(run_dir: Path) -> float:
     return (res["finished"] - res["started"]) / 60
 
 
-def _fmt(values: Sequence[float]) -> str:
+def fmt_seeds(values: Sequence[float]) -> str:
+    """The mean in bold, then every value (NaN-free mean; "—" when none is finite)."""
     done = [v for v in values if math.isfinite(v)]
     if not done:
         return "—"
@@ -153,9 +156,9 @@ def comparison_rows(ours: dict, published: dict, budget: int) -> list[list[str]]
     """Rows of scenario, algorithm, ours at ``budget``, SMACv2's at ``budget`` and at 10M."""
     rows = []
     for scenario, name, seeds, pub in _entries(ours, published):
-        ours_col = _fmt([v for _, v, _ in seeds])
+        ours_col = fmt_seeds([v for _, v, _ in seeds])
         seed_ids = ", ".join(str(k) for k, _, _ in seeds)
-        rows.append([scenario, name, seed_ids, ours_col, _fmt(pub[budget]), _fmt(pub[10_000_000])])
+        rows.append([scenario, name, seed_ids, ours_col, fmt_seeds(pub[budget]), fmt_seeds(pub[10_000_000])])
     return rows
 
 
@@ -171,7 +174,7 @@ def readme_rows(ours: dict, published: dict, budget: int, conditions: str) -> li
                 f"{name} {scenario} (SMACv2, {k}-step budget, seed{'s' if len(seeds) > 1 else ''} {ids})",
                 f"SMACv2's {name} on the game at {k}: {np.nanmean(pub[budget]):.2f} (at 10M: "
                 f"{np.nanmean(pub[10_000_000]):.2f})",
-                f"test win rate at {k}: {_fmt([v for _, v, _ in seeds])}",
+                f"test win rate at {k}: {fmt_seeds([v for _, v, _ in seeds])}",
                 _span(minutes),
                 conditions,
             ]

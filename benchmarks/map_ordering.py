@@ -1,0 +1,125 @@
+"""QMIX at one budget across the SMAC maps, beside the order in which the published tables put them.
+
+The fidelity check of ``docs/fidelity.md``: on StarCraft II the maps that pymarl2's README calls Easy are
+learned first and the Super Hard ones last (``benchmarks/published_smac.yaml``, ``difficulty``). If the
+embedded engine plays the same game, QMIX at a fixed budget on it must order the maps the same way. This
+script reads a sweep (one budget, any number of seeds; runs that have not reached the budget are left out),
+puts every map's win rate beside its published class and QMIX figures, and states:
+
+- the mean win rate of each class, and whether they fall as published (Easy >= Hard >= Super Hard);
+- the pairs (an Easy map, a Super Hard map) in which the Super Hard map scores higher;
+- Spearman's rank correlation between the maps' win rates and their class (Easy 0, Hard 1, Super Hard 2),
+  which is negative when the order holds.
+
+    python scripts/sweep.py --alg qmix --maps 3m 8m 2s3z ... 27m_vs_30m --seeds 3 t_max=300000 \\
+        learner.buffer_max_gib=6 --out <sweep>
+    python benchmarks/map_ordering.py <sweep> --budget 300000
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import yaml
+from scipy.stats import spearmanr
+from smacv2_baselines import FINISHED_SLACK, fmt_seeds, ours_at_budget
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from marl.report.readme import md_table  # noqa: E402
+
+PUBLISHED = Path(__file__).with_name("published_smac.yaml")
+CLASSES = ("easy", "hard", "super_hard")
+QMIX_COLUMNS = {  # published QMIX figures shown beside ours (all on the game, at their own budgets)
+    "qmix_pymarl2_vanilla": "pymarl2 QMIX",
+    "qmix_pymarl2_general": "pymarl2 re-evaluation",
+    "qmix_pymarl2_finetuned": "pymarl2 fine-tuned",
+}
+WINDOW = 50_000  # env steps before the budget whose test phases are averaged
+
+
+def class_verdict(win: dict[str, float], classes: dict[str, str]) -> dict:
+    """Class means, the Easy/Super Hard inversions and Spearman's rho of ``win`` (map -> win rate)."""
+    by_class = {c: [m for m in sorted(win) if classes.get(m) == c] for c in CLASSES}
+    means = {c: float(np.mean([win[m] for m in ms])) if ms else math.nan for c, ms in by_class.items()}
+    complete = all(by_class[c] for c in CLASSES)
+    ordered = complete and means["easy"] >= means["hard"] >= means["super_hard"]
+    inversions = [(e, s) for e in by_class["easy"] for s in by_class["super_hard"] if win[s] > win[e]]
+    classed = [m for c in CLASSES for m in by_class[c]]
+    rho = math.nan
+    if len(classed) >= 3 and len({win[m] for m in classed}) > 1:
+        rho = float(spearmanr([CLASSES.index(classes[m]) for m in classed], [win[m] for m in classed])[0])
+    return {
+        "maps": by_class,
+        "means": means,
+        "complete": complete,
+        "ordered": ordered,
+        "inversions": inversions,
+        "rho": rho,
+    }
+
+
+def table(sweeps: Sequence[Path], budget: int, alg: str = "qmix") -> str:
+    """The per-map table and the verdict lines (Markdown)."""
+    published = yaml.safe_load(PUBLISHED.read_text(encoding="utf-8"))
+    classes = published["difficulty"]["classes"]
+    ours = {task: seeds for (task, a), seeds in ours_at_budget(sweeps, budget, WINDOW).items() if a == alg}
+    if not ours:
+        raise SystemExit(f"no {alg} run in {[str(s) for s in sweeps]} has reached {budget:,} steps")
+    win = {task: float(np.nanmean([v for _, v, _ in seeds])) for task, seeds in ours.items()}
+    order = sorted(ours, key=lambda m: (CLASSES.index(classes[m]) if m in classes else -1, -win[m], m))
+    k = f"{budget / 1e3:g}k"
+    head = ["map", "class (pymarl2)", "seeds", f"ours at {k} (mean; per seed)", *QMIX_COLUMNS.values()]
+    rows = [head]
+    for m in order:
+        pub = [published[key]["win_rate"].get(m) for key in QMIX_COLUMNS]
+        rows.append(
+            [
+                m,
+                classes.get(m, "—").replace("_", " "),
+                ", ".join(str(s) for s, _, _ in ours[m]),
+                fmt_seeds([v for _, v, _ in ours[m]]),
+                *("—" if v is None else f"{v} %" for v in pub),
+            ]
+        )
+    v = class_verdict(win, classes)
+    mean_text = ", ".join(
+        f"{c.replace('_', ' ')} {v['means'][c]:.2f} ({len(v['maps'][c])} maps)" for c in CLASSES
+    )
+    if not v["complete"]:
+        missing = [c.replace("_", " ") for c in CLASSES if not v["maps"][c]]
+        verdict = f"**incomplete**: no finished map in {', '.join(missing)}"
+    else:
+        verdict = "**yes**" if v["ordered"] else "**no**"
+    inv = ", ".join(f"{s} > {e}" for e, s in v["inversions"]) or "none"
+    lines = [
+        md_table(rows),
+        "",
+        f"- win rate at {k}: the mean of each run's test phases in ({budget - WINDOW:,}, {budget:,}], then "
+        f"over seeds; runs whose last test phase is before {budget - FINISHED_SLACK:,} are left out",
+        f"- class means: {mean_text}",
+        f"- ordered as published (Easy >= Hard >= Super Hard): {verdict}",
+        f"- Super Hard maps above an Easy map: {inv}",
+        f"- Spearman's rho (class rank vs win rate, {sum(len(x) for x in v['maps'].values())} maps): "
+        + ("—" if math.isnan(v["rho"]) else f"{v['rho']:.2f}"),
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Command line: ``map_ordering.py SWEEP [SWEEP ...] --budget B [--alg qmix]``."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("sweeps", nargs="+", type=Path)
+    p.add_argument("--budget", type=int, required=True, help="env steps every counted run has reached")
+    p.add_argument("--alg", default="qmix")
+    args = p.parse_args(argv)
+    print(table(args.sweeps, args.budget, args.alg))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""benchmarks/map_ordering.py: a sweep's maps beside the published difficulty classes."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import map_ordering as mo  # noqa: E402
+
+CLASSES = {"8m": "easy", "2s3z": "easy", "5m_vs_6m": "hard", "corridor": "super_hard", "MMM2": "super_hard"}
+
+
+def test_verdict_in_the_published_order():
+    v = mo.class_verdict({"8m": 0.9, "2s3z": 0.7, "5m_vs_6m": 0.3, "corridor": 0.0, "MMM2": 0.1}, CLASSES)
+    assert v["complete"] and v["ordered"] and v["inversions"] == []
+    assert v["means"]["easy"] == pytest.approx(0.8) and v["means"]["super_hard"] == pytest.approx(0.05)
+    assert v["rho"] < -0.8  # harder class, lower win rate
+
+
+def test_verdict_names_inversions_and_missing_classes():
+    v = mo.class_verdict({"8m": 0.2, "2s3z": 0.7, "5m_vs_6m": 0.6, "corridor": 0.5, "3m": 1.0}, CLASSES)
+    assert v["complete"] and not v["ordered"]  # hard 0.6 > easy 0.45
+    assert v["inversions"] == [("8m", "corridor")]
+    assert v["maps"]["easy"] == ["2s3z", "8m"]  # 3m has no published class: not counted
+    partial = mo.class_verdict({"8m": 1.0, "corridor": 0.0}, CLASSES)
+    assert not partial["complete"] and not partial["ordered"]
+
+
+def test_table_reads_a_sweep(tmp_path):
+    pytest.importorskip("rliable")
+    from test_report import fake_run
+
+    for seed in (0, 1):
+        fake_run(tmp_path, "qmix", "8m", seed, [(200_000, 0.5), (260_000, 0.8), (300_000, 1.0)], env="sc2")
+        fake_run(tmp_path, "qmix", "corridor", seed, [(260_000, 0.0), (300_000, 0.1 * seed)], env="sc2")
+    fake_run(tmp_path, "qmix", "5m_vs_6m", 0, [(100_000, 0.9)], env="sc2")  # still running: left out
+    out = mo.table([tmp_path], 300_000)
+    row = {line.split("|")[1].strip(): line for line in out.splitlines() if line.startswith("| ")}
+    assert "**0.90** (0.90 / 0.90)" in row["8m"]  # (250k, 300k]: mean(0.8, 1.0)
+    assert "**0.03** (0.00 / 0.05)" in row["corridor"]
+    assert "5m_vs_6m" not in row
+    assert "100 %" in row["corridor"]  # pymarl2's fine-tuned QMIX on the game
+    assert "**incomplete**: no finished map in hard" in out
