@@ -20,10 +20,10 @@ without any checkpoint is moved to ``_incomplete/`` and that run starts again.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import shutil
+import signal
 import time
 import traceback
 from collections.abc import Sequence
@@ -34,12 +34,13 @@ from marl.checkpoint import latest
 from marl.config import config_from_dict, config_to_dict, load_config
 from marl.report.runs import RunResult, compute_absolute, summarize_run
 from marl.report.sweep_summary import METRIC, plot_sweep, summary_markdown
+from marl.signals import RunStopped, StopSignals, exit_code
+from marl.sweep_plan import PLAN_FILE, args_from_plan, build_parser, merge_plan, plan_record
+from marl.sweep_stop import check_finished, check_not_stopping, clear, request_stop
 
 __all__ = ["RunResult", "summarize_run", "summary_markdown", "plot_sweep", "plan", "run_sweep", "sweep_main"]
 
-PLAN_FILE = "sweep.json"  # the sweep's plan: what --resume re-runs
 DONE_FILE = "result.json"  # in a run folder: the run finished (training and absolute metric)
-PLAN_KEYS = ("alg", "env", "overrides", "metric", "threshold")  # must match when a sweep folder is reused
 
 
 def _run_one(
@@ -57,6 +58,7 @@ def _run_one(
 
     started = time.time()
     folder = Path(run_dir)
+    check_not_stopping(folder)
     resume = folder if latest(folder) is not None else None
     if resume is None and folder.exists():  # begun but no checkpoint yet: keep it aside, start again
         aside = folder.parent / "_incomplete" / f"{folder.name}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -67,7 +69,9 @@ def _run_one(
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             cfg = config_from_dict(cfg_dict)
             trainer = Trainer(cfg, resume=resume) if resume else Trainer(cfg, run_dir=folder)
+            check_not_stopping(folder)  # again: building the trainer removed any stop file
             trainer.run()
+            check_finished(folder, trainer.t_env, cfg.t_max)
             if absolute:  # the best checkpoint over 10x the test episodes, while this task holds its CPUs
                 try:
                     compute_absolute(folder, n_envs=int(cfg_dict["runner"]["batch_size_run"]))
@@ -140,108 +144,42 @@ def run_sweep(
         else:
             refs[task.remote(c, str(d), m, s, metric, threshold, absolute)] = (m, s, d)
     pending = [r for r in refs if r not in done]
-    while pending:
-        ready, pending = ray.wait(pending, num_returns=1)
-        m, s, d = refs[ready[0]]
-        try:
-            res = ray.get(ready[0])
-        except Exception as err:  # the run's own exception, re-raised by Ray: keep going, report it
-            res = summarize_run(m, s, d, metric, threshold)  # what it logged before failing (plot only)
-            res.error = "".join(traceback.format_exception_only(err)).strip()
-        done[ready[0]] = res
-        state = f"final {metric} {res.final:.3f}"
-        if res.error:
-            state = f"FAILED ({res.error.splitlines()[-1][:120]})"
-        print(f"[sweep] {len(done)}/{len(refs)} {m} seed {s}: {state}", flush=True)
+    # the first signal stops every run with a checkpoint; a second one aborts at once
+    signals, asked = StopSignals(), False
+    with signals:
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1, timeout=1.0)
+            if signals.requested and not asked:
+                asked = True
+                request_stop(runs[0][2].parent, [refs[r][2] for r in pending])
+                print("[sweep] stopping: each running run saves a checkpoint and returns", flush=True)
+            if ready:
+                done[ready[0]] = _collect(ray, ready[0], refs[ready[0]], metric, threshold)
+                m, s = refs[ready[0]][:2]
+                print(
+                    f"[sweep] {len(done)}/{len(refs)} {m} seed {s}: {_state(done[ready[0]], metric)}",
+                    flush=True,
+                )
+    if signals.signum is not None:
+        name = signal.Signals(signals.signum).name
+        raise RunStopped(
+            f"{name} received; runs stopped with a checkpoint", exit_code=exit_code(signals.signum)
+        )
     return [done[r] for r in refs]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="sweep.py",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("--alg", default="qmix", help="algorithm config (default qmix)")
-    p.add_argument(
-        "--maps", nargs="+", help="maps / scenarios, one experiment each (required without --resume)"
-    )
-    p.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 per map (default 5)")
-    p.add_argument("--seed-start", type=int, default=0, help="first seed (default 0)")
-    p.add_argument("--env", default=None, help="environment config (default: from the alg config)")
-    p.add_argument("--out", default=None, help="sweep folder (default results/sweep_<alg>_<time>)")
-    p.add_argument(
-        "--resume",
-        default=None,
-        metavar="FOLDER",
-        help="continue the sweep in FOLDER with its recorded plan: finished runs are kept, interrupted ones "
-        "resume from their last checkpoint (running the same command with the same --out does the same)",
-    )
-    p.add_argument(
-        "--address", default="", help="Ray address: '' (local Ray or $RAY_ADDRESS), auto, ray://h:p"
-    )
-    p.add_argument("--num-cpus", type=int, default=None, help="CPUs of a local Ray (default: all)")
-    p.add_argument("--cpus-per-run", type=float, default=1.0, help="CPUs reserved per run (default 1)")
-    p.add_argument("--metric", default=METRIC, help=f"logged key summarised (default {METRIC})")
-    p.add_argument("--threshold", type=float, default=0.95, help="'steps to' threshold (default 0.95)")
-    p.add_argument("--reps", type=int, default=2_000, help="bootstrap resamples of the report (default 2000)")
-    p.add_argument(
-        "--no-absolute",
-        action="store_true",
-        help="skip re-evaluating each run's best checkpoint (absolute metric)",
-    )
-    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides for every run")
-    return p
+def _collect(ray: Any, ref: Any, run: tuple[str, int, Path], metric: str, threshold: float) -> RunResult:
+    """The result of the finished task ``ref``, or what its run logged and the error it raised."""
+    try:
+        return ray.get(ref)
+    except Exception as err:  # the run's own exception, re-raised by Ray: keep going, report it
+        res = summarize_run(*run, metric, threshold)  # what it logged before failing (plot only)
+        res.error = "".join(traceback.format_exception_only(err)).strip()
+        return res
 
 
-def _plan_record(args: argparse.Namespace) -> dict[str, Any]:
-    """What ``sweep.json`` records: enough to re-run the sweep with ``--resume``."""
-    seeds = list(range(args.seed_start, args.seed_start + args.seeds))
-    return {
-        "alg": args.alg,
-        "env": args.env,
-        "overrides": list(args.overrides),
-        "metric": args.metric,
-        "threshold": args.threshold,
-        "maps": list(args.maps),
-        "seeds": seeds,
-    }
-
-
-def _merge_plan(out: Path, record: dict[str, Any]) -> dict[str, Any]:
-    """The plan to record in ``out``: ``record``, or an earlier plan of that folder extended by its maps and
-    seeds. A folder holding a sweep of other settings is an error naming them (a resumed sweep must mean
-    the same experiment)."""
-    f = out / PLAN_FILE
-    if not f.is_file():
-        return record
-    old = json.loads(f.read_text(encoding="utf-8"))
-    differ = [f"{k}: {old.get(k)!r} there, {record[k]!r} now" for k in PLAN_KEYS if old.get(k) != record[k]]
-    if differ:
-        raise SystemExit(
-            f"sweep.py: {out} holds a sweep with other settings ({'; '.join(differ)}); use another --out, "
-            f"or --resume {out} to continue it as it was"
-        )
-    merged = dict(old)
-    merged["maps"] = list(dict.fromkeys([*old["maps"], *record["maps"]]))
-    merged["seeds"] = sorted({*old["seeds"], *record["seeds"]})
-    return merged
-
-
-def _args_from_plan(args: argparse.Namespace) -> argparse.Namespace:
-    """``--resume FOLDER``: the recorded plan's settings replace those of the command line."""
-    folder = Path(args.resume)
-    f = folder / PLAN_FILE
-    if not f.is_file():
-        raise SystemExit(f"sweep.py: --resume {folder}: no {PLAN_FILE} there (not a sweep folder)")
-    plan_ = json.loads(f.read_text(encoding="utf-8"))
-    seeds = plan_["seeds"]
-    if seeds != list(range(seeds[0], seeds[0] + len(seeds))):
-        raise SystemExit(f"sweep.py: --resume {folder}: its seeds {seeds} are not a contiguous range")
-    for k in ("alg", "env", "overrides", "metric", "threshold", "maps"):
-        setattr(args, k, plan_[k])
-    args.seed_start, args.seeds, args.out = seeds[0], len(seeds), str(folder)
-    return args
+def _state(res: RunResult, metric: str) -> str:
+    return f"FAILED ({res.error.splitlines()[-1][:120]})" if res.error else f"final {metric} {res.final:.3f}"
 
 
 def sweep_main(argv: Sequence[str] | None = None) -> tuple[Path, list[RunResult]]:
@@ -250,7 +188,7 @@ def sweep_main(argv: Sequence[str] | None = None) -> tuple[Path, list[RunResult]
 
     args = build_parser().parse_args(argv)
     if args.resume:
-        args = _args_from_plan(args)
+        args = args_from_plan(args)
     if not args.maps:
         raise SystemExit("sweep.py: --maps is required (or --resume FOLDER)")
     if args.seeds < 1 or args.cpus_per_run <= 0:
@@ -258,9 +196,10 @@ def sweep_main(argv: Sequence[str] | None = None) -> tuple[Path, list[RunResult]
     out = Path(args.out or Path("results") / f"sweep_{args.alg}_{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     seeds = list(range(args.seed_start, args.seed_start + args.seeds))
     runs = plan(args.alg, args.maps, seeds, out, args.env, args.overrides)
-    record = _merge_plan(out, _plan_record(args))
+    record = merge_plan(out, plan_record(args))
     out.mkdir(parents=True, exist_ok=True)
     (out / PLAN_FILE).write_text(json.dumps(record, indent=1), encoding="utf-8")
+    clear(out)  # an earlier stop request: this invocation runs
     owns = connect(args.address, args.num_cpus)
     try:
         print(
@@ -269,7 +208,10 @@ def sweep_main(argv: Sequence[str] | None = None) -> tuple[Path, list[RunResult]
             flush=True,
         )
         results = run_sweep(runs, args.cpus_per_run, args.metric, args.threshold, not args.no_absolute)
-    except KeyboardInterrupt:
+    except RunStopped as stop:  # the first signal: every run stopped with a checkpoint
+        print(f"[sweep] {stop}; finished runs are kept. Continue with: scripts/sweep.py --resume {out}")
+        raise SystemExit(stop.exit_code) from None
+    except KeyboardInterrupt:  # a second signal
         print(
             f"\n[sweep] interrupted; finished runs are kept. Continue with: scripts/sweep.py --resume {out}"
         )

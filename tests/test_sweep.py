@@ -5,6 +5,11 @@ import importlib.util
 import json
 import math
 import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +33,7 @@ TINY = [
     "use_jit=false",
 ]
 LOCAL_RAY = ["--address", "local", "--num-cpus", "2", "--cpus-per-run", "1"]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _fresh_ray():
@@ -202,3 +208,57 @@ def test_a_sweep_folder_of_other_settings_is_refused(tmp_path):
         sweep_main(["--env", "fake", "--maps", "m1", "--seeds", "1", "--out", str(out)])
     with pytest.raises(SystemExit, match="no sweep.json there"):
         sweep_main(["--resume", str(tmp_path)])
+
+
+def _training(run_dir: Path) -> bool:
+    """The run has logged a loss (its learner has stepped)."""
+    log = run_dir / "log.jsonl"
+    return log.is_file() and '"key": "loss"' in log.read_text()
+
+
+@pytest.mark.slow
+def test_a_signal_stops_every_run_with_a_checkpoint_and_resume_finishes(tmp_path):
+    """SIGTERM to the sweep's driver (as a scheduler or ``kill`` sends it, to that process only): each running
+    run saves a checkpoint where it stopped and is not marked finished; the driver exits 143; ``--resume``
+    continues both runs from those checkpoints to ``t_max``."""
+    from marl.checkpoint import latest, load
+
+    pytest.importorskip("ray")
+    out = tmp_path / "sweep"
+    t_max = 3000  # long enough to be stopped part-way, short enough to resume in a minute on a busy machine
+    tiny = [a for a in TINY if not a.startswith("t_max=")] + [f"t_max={t_max}"]
+    cmd = [sys.executable, "scripts/sweep.py", "--env", "fake", "--maps", "m1", "--seeds", "2"]
+    cmd += ["--out", str(out), *LOCAL_RAY, "--no-absolute", "--reps", "50", *tiny]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # the signal reaches the driver only, not the Ray workers
+    )
+    runs = [out / "qmix_m1_seed0", out / "qmix_m1_seed1"]
+    deadline = time.time() + 240
+    while not all(_training(r) for r in runs):
+        assert proc.poll() is None, proc.stdout.read()[-3000:]
+        assert time.time() < deadline, "the runs did not start training in time"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    text, _ = proc.communicate(timeout=180)
+    assert proc.returncode == 143, text[-3000:]
+    assert "[sweep] stopping" in text and "--resume" in text
+    for r in runs:
+        assert not (r / "result.json").exists()  # not finished
+        t_saved = load(latest(r))["meta"]["t_env"]
+        logged = [
+            json.loads(line)["t"] for line in (r / "log.jsonl").read_text().splitlines() if '"t"' in line
+        ]
+        assert 0 < t_saved < t_max and t_saved == max(logged)  # saved where it stopped: nothing to redo
+    _fresh_ray()
+    _, results = sweep_main(["--resume", str(out), *LOCAL_RAY, "--no-absolute", "--reps", "50"])
+    assert [r.error for r in results] == ["", ""]
+    for r in runs:
+        assert "[resume]" in (r / "stdout.log").read_text() and (r / "result.json").is_file()
+        assert load(latest(r))["meta"]["t_env"] >= t_max

@@ -1,0 +1,102 @@
+"""The sweep's command line and its plan file (``sweep.json``): what ``--resume`` re-runs, and the check
+that a reused sweep folder means the same experiment."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from marl.report.sweep_summary import METRIC
+
+PLAN_FILE = "sweep.json"  # the sweep's plan: what --resume re-runs
+PLAN_KEYS = ("alg", "env", "overrides", "metric", "threshold")  # must match when a sweep folder is reused
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="sweep.py",
+        description="Multi-map, multi-seed experiments as Ray tasks, with a summary and a report over seeds.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--alg", default="qmix", help="algorithm config (default qmix)")
+    p.add_argument(
+        "--maps", nargs="+", help="maps / scenarios, one experiment each (required without --resume)"
+    )
+    p.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 per map (default 5)")
+    p.add_argument("--seed-start", type=int, default=0, help="first seed (default 0)")
+    p.add_argument("--env", default=None, help="environment config (default: from the alg config)")
+    p.add_argument("--out", default=None, help="sweep folder (default results/sweep_<alg>_<time>)")
+    p.add_argument(
+        "--resume",
+        default=None,
+        metavar="FOLDER",
+        help="continue the sweep in FOLDER with its recorded plan: finished runs are kept, interrupted ones "
+        "resume from their last checkpoint (running the same command with the same --out does the same)",
+    )
+    p.add_argument(
+        "--address", default="", help="Ray address: '' (local Ray or $RAY_ADDRESS), auto, ray://h:p"
+    )
+    p.add_argument("--num-cpus", type=int, default=None, help="CPUs of a local Ray (default: all)")
+    p.add_argument("--cpus-per-run", type=float, default=1.0, help="CPUs reserved per run (default 1)")
+    p.add_argument("--metric", default=METRIC, help=f"logged key summarised (default {METRIC})")
+    p.add_argument("--threshold", type=float, default=0.95, help="'steps to' threshold (default 0.95)")
+    p.add_argument("--reps", type=int, default=2_000, help="bootstrap resamples of the report (default 2000)")
+    p.add_argument(
+        "--no-absolute",
+        action="store_true",
+        help="skip re-evaluating each run's best checkpoint (absolute metric)",
+    )
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides for every run")
+    return p
+
+
+def plan_record(args: argparse.Namespace) -> dict[str, Any]:
+    """What ``sweep.json`` records: enough to re-run the sweep with ``--resume``."""
+    seeds = list(range(args.seed_start, args.seed_start + args.seeds))
+    return {
+        "alg": args.alg,
+        "env": args.env,
+        "overrides": list(args.overrides),
+        "metric": args.metric,
+        "threshold": args.threshold,
+        "maps": list(args.maps),
+        "seeds": seeds,
+    }
+
+
+def merge_plan(out: Path, record: dict[str, Any]) -> dict[str, Any]:
+    """The plan to record in ``out``: ``record``, or an earlier plan of that folder extended by its maps and
+    seeds. A folder holding a sweep of other settings is an error naming them (a resumed sweep must mean
+    the same experiment)."""
+    f = out / PLAN_FILE
+    if not f.is_file():
+        return record
+    old = json.loads(f.read_text(encoding="utf-8"))
+    differ = [f"{k}: {old.get(k)!r} there, {record[k]!r} now" for k in PLAN_KEYS if old.get(k) != record[k]]
+    if differ:
+        raise SystemExit(
+            f"sweep.py: {out} holds a sweep with other settings ({'; '.join(differ)}); use another --out, "
+            f"or --resume {out} to continue it as it was"
+        )
+    merged = dict(old)
+    merged["maps"] = list(dict.fromkeys([*old["maps"], *record["maps"]]))
+    merged["seeds"] = sorted({*old["seeds"], *record["seeds"]})
+    return merged
+
+
+def args_from_plan(args: argparse.Namespace) -> argparse.Namespace:
+    """``--resume FOLDER``: the recorded plan's settings replace those of the command line."""
+    folder = Path(args.resume)
+    f = folder / PLAN_FILE
+    if not f.is_file():
+        raise SystemExit(f"sweep.py: --resume {folder}: no {PLAN_FILE} there (not a sweep folder)")
+    plan_ = json.loads(f.read_text(encoding="utf-8"))
+    seeds = plan_["seeds"]
+    if seeds != list(range(seeds[0], seeds[0] + len(seeds))):
+        raise SystemExit(f"sweep.py: --resume {folder}: its seeds {seeds} are not a contiguous range")
+    for k in ("alg", "env", "overrides", "metric", "threshold", "maps"):
+        setattr(args, k, plan_[k])
+    args.seed_start, args.seeds, args.out = seeds[0], len(seeds), str(folder)
+    return args
