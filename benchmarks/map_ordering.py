@@ -88,9 +88,8 @@ def table(sweeps: Sequence[Path], budget: int, alg: str = "qmix") -> str:
             ]
         )
     v = class_verdict(win, classes)
-    mean_text = ", ".join(
-        f"{c.replace('_', ' ')} {v['means'][c]:.2f} ({len(v['maps'][c])} maps)" for c in CLASSES
-    )
+    counts = {c: f"{len(ms)} map" + ("" if len(ms) == 1 else "s") for c, ms in v["maps"].items()}
+    mean_text = ", ".join(f"{c.replace('_', ' ')} {v['means'][c]:.2f} ({counts[c]})" for c in CLASSES)
     if not v["complete"]:
         missing = [c.replace("_", " ") for c in CLASSES if not v["maps"][c]]
         verdict = f"**incomplete**: no finished map in {', '.join(missing)}"
@@ -102,6 +101,8 @@ def table(sweeps: Sequence[Path], budget: int, alg: str = "qmix") -> str:
         "",
         f"- win rate at {k}: the mean of each run's test phases in ({budget - WINDOW:,}, {budget:,}], then "
         f"over seeds; runs whose last test phase is before {budget - FINISHED_SLACK:,} are left out",
+        "- published columns: QMIX on StarCraft II 4.10 after millions of env steps (pymarl2's README, which "
+        "does not state each budget); the class column is that README's",
         f"- class means: {mean_text}",
         f"- ordered as published (Easy >= Hard >= Super Hard): {verdict}",
         f"- Super Hard maps above an Easy map: {inv}",
