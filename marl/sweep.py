@@ -15,7 +15,9 @@ A sweep survives interruptions: the folder records its plan (``sweep.json``) and
 ``result.json``. Running the same command again, or ``scripts/sweep.py --resume <sweep folder>``, skips the
 finished runs, resumes each interrupted run from its newest intact checkpoint (``--resume`` of the trainer),
 starts the runs that never began, and writes the summary and report over all of them. A run folder left
-without any checkpoint is moved to ``_incomplete/`` and that run starts again.
+without any checkpoint is moved to ``_incomplete/`` and that run starts again. A first SIGINT or SIGTERM
+stops every running run with a checkpoint (:mod:`marl.sweep_stop`), so a stopped sweep resumes without
+redoing any steps.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ PLAN_KEYS = ("alg", "env", "overrides", "metric", "threshold")  # must match whe
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``scripts/sweep.py`` argument parser."""
     p = argparse.ArgumentParser(
         prog="sweep.py",
         description="Multi-map, multi-seed experiments as Ray tasks, with a summary and a report over seeds.",
