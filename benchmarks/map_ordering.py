@@ -36,9 +36,9 @@ from marl.report.readme import md_table  # noqa: E402
 PUBLISHED = Path(__file__).with_name("published_smac.yaml")
 CLASSES = ("easy", "hard", "super_hard")
 QMIX_COLUMNS = {  # published QMIX figures shown beside ours (all on the game, at their own budgets)
-    "qmix_pymarl2_vanilla": "pymarl2 QMIX",
-    "qmix_pymarl2_general": "pymarl2 re-evaluation",
-    "qmix_pymarl2_finetuned": "pymarl2 fine-tuned",
+    "qmix_pymarl2_vanilla": "QMIX, pymarl2 (batch 128)",
+    "qmix_pymarl2_general": "QMIX, pymarl2 re-evaluation",
+    "qmix_pymarl2_finetuned": "QMIX, pymarl2 fine-tuned",
 }
 WINDOW = 50_000  # env steps before the budget whose test phases are averaged
 
