@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import signal
 import time
@@ -81,7 +82,8 @@ def _run_one(
                     traceback.print_exc()
     res = summarize_run(map_name, seed, run_dir, metric, threshold)
     res.started, res.finished = started, time.time()
-    (folder / DONE_FILE).write_text(json.dumps(res.as_dict()), encoding="utf-8")
+    done = {**res.as_dict(), "worker_pid": os.getpid()}  # one process per run: see run_sweep's max_calls
+    (folder / DONE_FILE).write_text(json.dumps(done), encoding="utf-8")
     return res
 
 
@@ -134,7 +136,8 @@ def run_sweep(
     With ``absolute`` each task then evaluates its run's best checkpoint (the report's absolute metric)."""
     import ray
 
-    task = ray.remote(_run_one).options(num_cpus=cpus_per_run, max_retries=0)
+    # max_calls=1: every run in a fresh worker process (a reused one keeps the last run's memory)
+    task = ray.remote(num_cpus=cpus_per_run, max_retries=0, max_calls=1)(_run_one)
     done: dict[Any, RunResult] = {}
     refs: dict[Any, tuple[str, int, Path]] = {}
     for m, s, d, c in runs:

@@ -107,6 +107,11 @@ def test_two_maps_two_seeds_sweep(tmp_path, capsys):
     for r in results:
         running = [o for o in results if o.started <= r.started < o.finished]
         assert len(running) <= 2
+    # and each ran in a fresh worker process (a reused one would keep the previous run's memory)
+    pids = [
+        json.loads((out / f"qmix_{r.map_name}_seed{r.seed}" / "result.json").read_text()) for r in results
+    ]
+    assert len({p["worker_pid"] for p in pids}) == 4
     table = (out / "summary.md").read_text()
     assert "| m1 | 2 |" in table and "| m2 | 2 |" in table and "qmix_m2_seed1" in table
     assert table in capsys.readouterr().out
