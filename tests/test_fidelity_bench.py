@@ -55,4 +55,5 @@ def test_published_figures_prefer_the_primary_source_and_the_check_flags_gaps_ov
 
 def test_the_published_file_names_a_source_for_every_block():
     blocks = fidelity.yaml.safe_load(fidelity.PUBLISHED.read_text())
-    assert all(b.get("source") and b.get("win_rate") for b in blocks.values())
+    assert all(b.get("source") and (b.get("win_rate") or b.get("classes")) for b in blocks.values())
+    assert set(blocks["difficulty"]["classes"].values()) == {"easy", "hard", "super_hard"}
