@@ -106,7 +106,8 @@ def markdown_tables(result: dict[str, Any], heading: str = "###") -> str:
     lines = [
         f"{heading} Final {metric} (greedy test phases) and env steps to {target:g}",
         "",
-        f"IQM and mean over {n_text} seeds per row (the protocol asks for {PROTOCOL_SEEDS}), each with its "
+        f"IQM and mean over {n_text} seed{'' if all_n == [1] else 's'} per row (the protocol asks for "
+        f"{PROTOCOL_SEEDS}{'; a one-seed CI is that seed' if 1 in all_n else ''}), each with its "
         f"95 % stratified bootstrap CI ({result['reps']:,} resamples, rliable). Steps to the target: a run "
         "that never reached it counts its whole budget, so such a cell (marked ≥) is a lower bound. "
         "Absolute: the best checkpoint re-evaluated over 10× the test episodes.",
