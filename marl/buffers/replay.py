@@ -73,9 +73,9 @@ def capped_capacity(scheme: Scheme, buffer_size: int, max_gib: float, batch_size
     """
     if max_gib <= 0:
         return buffer_size
-    fits = int(max_gib * 2**30) // scheme.bytes_per_episode()
+    per_episode = scheme.bytes_per_episode()
+    fits = int(max_gib * 2**30) // per_episode
     if fits < batch_size:
-        per_episode = scheme.bytes_per_episode()
         raise ValueError(
             f"learner.buffer_max_gib={max_gib} holds {fits} episodes of this environment "
             f"({per_episode / 2**20:.1f} MiB each), fewer than learner.batch_size={batch_size}; "
