@@ -140,16 +140,17 @@ def test_baneling_dies_when_it_attacks_with_area_damage():
 
 
 def test_colossus_line_splash_hits_units_beside_the_target():
-    spec = spec_of([("colossus", 1, (10, 16))], [("zergling", 2, (16, 16)), ("zergling", 1, (16, 22))])
+    # ThermalLances: 20 x 2, no bonus; the beam reaches 1.25 + 0.15 along, 0.15 across (edge distances)
+    spec = spec_of([("colossus", 1, (10, 16))], [("zealot", 2, (16, 16)), ("zealot", 1, (16, 22))])
     eng, S = engine(spec)
     S[1, S_X : S_Y + 1] = (16.0, 15.4)
-    S[2, S_X : S_Y + 1] = (16.0, 16.6)
+    S[2, S_X : S_Y + 1] = (16.0, 16.6)  # 1.2 along the beam: hit
+    S[3, S_X : S_Y + 1] = (16.0, 17.9)  # 2.5 along: edge 2.0 from the target, beyond 1.25 + 0.15
     S[0, S_X : S_Y + 1] = (10.0, 15.4)
     tab = eng.step(np.array([6]))
-    hit = 35 - 2 * 15  # (10 + 5 vs Light) x 2
-    assert tab.enemies.health[0] == pytest.approx(hit, abs=0.2)  # + a little zerg regeneration
-    assert tab.enemies.health[1] == pytest.approx(hit, abs=0.2)
-    assert tab.enemies.health[2] == 35.0
+    assert tab.enemies.shield[0] == pytest.approx(50 - 2 * 20)
+    assert tab.enemies.shield[1] == pytest.approx(50 - 2 * 20)
+    assert tab.enemies.shield[2] == 50.0 and tab.enemies.health[2] == 100.0
 
 
 def test_moves_go_two_units_and_walls_block():

@@ -1,6 +1,7 @@
 """The built-in AI's target choice, rule by rule (sources in kernel._enemy_act and docs/fidelity.md).
 
-Marines: weapon reach (range + both radii) 5.75, scan reach 6.25, centre to centre.
+Marines: weapon reach (range + both radii) 5.75 and scan reach the same (scan range max(5, weapon range)),
+centre to centre; a zealot's scan reach against a marine is 5.875, its weapon reach 0.975.
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ def test_a_target_in_weapon_range_is_kept_when_a_closer_one_arrives():
 
 
 def test_a_target_that_leaves_weapon_range_is_dropped_for_the_closest():
-    eng, S = two_marines_one_enemy()
-    place(S, 0, 10.1)  # 5.9: out of weapon reach, inside scan reach
-    place(S, 1, 10.0, 16.6)  # 6.03: farther, also out of weapon reach
+    eng, S = engine(spec_of([("marine", 2, (9, 16))], [("zealot", 1, (16, 16))]))
+    place(S, 2, 16.0)
+    place(S, 0, 12.0)  # 4.0: out of the zealot's weapon reach, inside its scan reach
+    place(S, 1, 12.0, 17.6)  # 4.3: farther, also out of weapon reach
     S[2, S_TGT] = 1  # as if it had acquired ally 1 earlier
     eng.step(np.array([STOP, STOP]))
     assert S[2, S_TGT] == 0  # re-acquired: the closest
@@ -80,7 +82,7 @@ def test_a_threat_entering_weapon_range_replaces_a_non_threat_target():
 
 
 def test_a_unit_with_nothing_in_scan_range_responds_to_its_attacker():
-    # stalker weapon reach 6 + 0.625 + 0.375 = 7.0; the marine's scan reach 5.5 + 1.0 = 6.5
+    # stalker weapon reach 6 + 0.625 + 0.375 = 7.0; the marine's scan reach 5 + 1.0 = 6.0
     for attack in (False, True):
         eng, S = engine(spec_of([("stalker", 1, (9, 16))], [("marine", 1, (16, 16))]))
         place(S, 0, 9.2)

@@ -1,6 +1,7 @@
-"""The embedded engine's unit numbers are StarCraft II's own (marl/envs/smac/sim/unit_data.yaml: game data of
-patch 5.0.3 for the stock units the enemies are, overlaid with the SMAC maps' RL copies for the allies),
-except the deviations that file lists with a reason; docs/fidelity.md shows the same table."""
+"""The embedded engine's unit numbers are StarCraft II's own as the SMAC maps load them
+(marl/envs/smac/sim/unit_data.yaml, ``liberty:``: the game's Core and Liberty catalogs, the only mod the maps
+depend on), for the enemies' stock units and the allies' RL copies alike, except the deviations that file
+lists with a reason; docs/fidelity.md shows the same table."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ ATTRS = {
 
 
 def expected(game: dict) -> dict[str, float]:
-    """Engine numbers implied by the game's data (see the YAML header for the conversions)."""
+    """Engine numbers implied by a ``liberty:`` row (see the YAML header for the conversions)."""
     out = {
         "hp": game["max_health"],
         "shield": game.get("max_shield", 0),
@@ -35,22 +36,18 @@ def expected(game: dict) -> dict[str, float]:
         "speed": game["speed"],
         "radius": game["radius"],
     }
-    if "heal_range" in game:
-        out["heal_range"] = game["heal_range"]
     w = game.get("weapon")
     if w is not None:
         bonus = w["bonuses"]
         out.update(
             dmg=w["damage"],
-            hits=w["attacks"],
             rng=w["range"],
-            cd=round(w["cooldown_s"] * 16),
             battr=sum(ATTRS[a] for a in bonus),
             bdmg=sum(bonus.values()),
-            hits_air=1 if w["targets"] == "Any" else 0,
+            acquire=max(w["min_scan"], w["range"]),  # Liquipedia "Automatic Targeting"
         )
-        scan = max(5.0, w["range"]) if game.get("structure") else max(5.0, w["range"] + 0.5)
-        out["acquire"] = scan  # Liquipedia "Automatic Targeting" (LotV scan range)
+        if "splash_radius" not in w:  # the baneling's burst is its death, not a cooldown
+            out.update(hits=w["attacks"], cd=round(w["period_s"] * 16), hits_air=float(w["targets"] == "Any"))
     return out
 
 
@@ -76,6 +73,7 @@ def engine(name: str, enemy: bool = False) -> dict[str, float]:
         "acquire": U.ACQUIRE,
     }
     if name == "medivac":
+        cols = {**{k: c for k, c in cols.items() if k in ("hp", "shield", "armor", "attr", "speed", "radius")}}
         cols["heal_range"] = U.RANGE
     out = {k: float(row[c]) for k, c in cols.items()}
     out["speed"] *= 16.0  # PROPS stores per game loop
@@ -85,9 +83,7 @@ def engine(name: str, enemy: bool = False) -> dict[str, float]:
 @pytest.mark.parametrize("enemy", [True, False], ids=["enemy-stock", "ally-rl"])
 @pytest.mark.parametrize("name", sorted(DATA))
 def test_engine_numbers_are_the_games_unless_a_deviation_says_why(name, enemy):
-    want, have = expected(DATA[name]["game"]), engine(name, enemy)
-    if not enemy:  # SMAC's RL copy: the map's own fields win
-        want.update({k: v for k, v in DATA[name].get("rl", {}).items() if k in RL_FIELDS})
+    want, have = expected(DATA[name]["liberty"]), engine(name, enemy)
     deviations = DATA[name].get("deviations", {})
     for field, value in want.items():
         same = math.isclose(have[field], value, abs_tol=1e-3)
@@ -97,31 +93,44 @@ def test_engine_numbers_are_the_games_unless_a_deviation_says_why(name, enemy):
             assert same, f"{name}.{field}: engine {have[field]} != data {value} (and no deviation is listed)"
 
 
-def test_the_rl_copies_differ_from_the_stock_units_only_where_the_maps_say():
+def test_the_maps_rl_copies_equal_the_liberty_stock_units():
+    """The RL copies' fields as the SMAC maps store them equal the Liberty stock units' in every field; the
+    two fields where they differ from the later multiplayer balance (``game:``) are WoL-era values."""
+    for name, row in DATA.items():
+        for k, v in row.get("rl", {}).items():
+            if k in RL_FIELDS:
+                assert math.isclose(v, expected(row["liberty"])[k], abs_tol=1e-3), (name, k)
     differ = {
         (name, k)
         for name, row in DATA.items()
         for k, v in row.get("rl", {}).items()
-        if k in RL_FIELDS and not math.isclose(v, expected(row["game"])[k], abs_tol=1e-3)
+        if k in RL_FIELDS and not math.isclose(v, expected(row["game"] | {"weapon": None})[k], abs_tol=1e-3)
     }
     assert differ == {("hydralisk", "hp"), ("medivac", "speed")}
-    assert engine("hydralisk")["hp"] == 80 and engine("hydralisk", enemy=True)["hp"] == 90
-    assert engine("medivac")["speed"] == 2.75 and engine("medivac", enemy=True)["speed"] == 2.5
+    assert engine("hydralisk") == engine("hydralisk", enemy=True)
+    assert engine("medivac")["speed"] == engine("medivac", enemy=True)["speed"] == 2.75
 
 
-def test_every_engine_unit_is_in_the_table_with_its_medivac_and_baneling_specials():
+def test_every_engine_unit_is_in_the_table_with_its_special_rules():
     assert set(DATA) == set(U.TYPE_INDEX)
-    bane, burst = engine("baneling", enemy=True), DATA["baneling"]["liquipedia"]
+    bane, burst = engine("baneling", enemy=True), DATA["baneling"]["liberty"]["weapon"]
     assert (bane["dmg"], bane["bdmg"], bane["battr"], bane["rng"]) == (
         burst["damage"],
-        burst["bonus_light"],
+        burst["bonuses"]["Light"],
         U.LIGHT,
         burst["range"],
     )
     assert U.BANE_SPLASH_RADIUS == burst["splash_radius"]
-    assert U.MEDIVAC_SIGHT == DATA["medivac"]["game"]["sight"]
-    assert U.ENERGY_MAX == DATA["medivac"]["game"]["max_energy"]
-    assert U.ENERGY_START == DATA["medivac"]["game"]["start_energy"]
+    beam = DATA["colossus"]["liberty"]["weapon"]
+    assert (U.BEAM_HALF_LENGTH, U.BEAM_HALF_WIDTH) == (beam["beam_half_length"], beam["beam_search_radius"])
+    medivac = DATA["medivac"]["liberty"]
+    assert U.MEDIVAC_AUTOCAST_RANGE == medivac["heal_autocast_range"]
+    assert engine("medivac")["heal_range"] == medivac["heal_range"]
+    assert U.ENERGY_MAX == medivac["max_energy"]
+    assert U.ENERGY_START == medivac["start_energy"]
+    assert U.ENERGY_REGEN * 16 == medivac["energy_regen"]
+    lo, hi = RULES["cooldown_jitter_s"]["value"]
+    assert (U.CD_JITTER_LO, U.CD_JITTER_HI) == (round(lo * 16), round(hi * 16))
 
 
 def test_rule_constants_are_the_tables():

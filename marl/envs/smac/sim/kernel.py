@@ -52,8 +52,8 @@ from marl.envs.smac.sim.units import (
     HITS,
     HP,
     HP_PER_ENERGY,
+    MEDIVAC_AUTOCAST_RANGE,
     MEDIVAC_HEAL,
-    MEDIVAC_SIGHT,
     RADIUS,
     RANGE,
     S_CD,
@@ -86,7 +86,7 @@ IDLE, MOVE, ATTACK, HEAL, AMOVE = 0, 1, 2, 3, 4
 @njit(cache=True)
 def _fire(e, a, t, na, props, utype, S, rng):
     """``a`` fires at ``t``: hits (with splash), then the cooldown restarts with jitter in [-1, +2] loops
-    (Brood War's rule, see ``units``; StarCraft II's is not in our sources)."""
+    (the game's ``RandomDelayMin``/``Max``, see ``units``)."""
     ua = utype[a]
     lo, hi = (na, S.shape[1]) if a < na else (0, na)  # hostile index range
     kind = int(props[ua, SPLASH])
@@ -223,10 +223,13 @@ def _threat_in_weapon_range(e, i, na, props, utype, S):
 
 @njit(cache=True)
 def _enemy_healer(e, i, na, props, utype, grid, nav, S):
-    """Enemy Medivac: heal the most wounded biological ally in sight, else follow its army's centroid."""
+    """Enemy Medivac: auto-cast heal on the wounded biological ally with the lowest life fraction, the
+    nearest on a tie, within the ability's auto-cast range (Liberty's ``MedivacHeal``: AutoCastRange 6,
+    TargetSorts TSLifeFraction then TSDistance), else follow its army's centroid."""
     u = S.shape[1]
     best = -1
     best_frac = 1.0
+    best_d = 0.0
     cx = cy = 0.0
     n = 0
     for k in range(na, u):
@@ -236,12 +239,14 @@ def _enemy_healer(e, i, na, props, utype, grid, nav, S):
         cy += S[e, k, S_Y]
         n += 1
         frac = S[e, k, S_HP] / props[utype[k], HP]
+        d = dist(e, i, k, S)
         if (
             (int(props[utype[k], ATTR]) & BIO) != 0
-            and frac < best_frac
-            and dist(e, i, k, S) <= MEDIVAC_SIGHT + props[utype[k], RADIUS]
+            and (frac < best_frac or (best >= 0 and frac == best_frac and d < best_d))
+            and d <= MEDIVAC_AUTOCAST_RANGE + props[utype[k], RADIUS]
         ):
             best_frac = frac
+            best_d = d
             best = k
     prev = _end_heal(e, i, S)
     if best >= 0:

@@ -1,38 +1,42 @@
 """Unit data for the embedded engine, in GAME-SECOND units (docs/smac.md §6; sources in docs/fidelity.md).
 
-Every number here is StarCraft II's own unless ``unit_data.yaml`` beside this file lists it as a deviation
-with its reason: enemies are stock units (patch 5.0.3 game data), allies SMAC's RL copies as the SMAC map
-files define them (``_RL_OVERRIDES``); ``tests/test_unit_data.py`` holds this table to that file.
+Every number here is StarCraft II's own, as the SMAC maps load it: each map depends on one mod only,
+``Liberty.SC2Mod`` (its ``DocumentInfo``), so enemies are the stock units of the game's Core and Liberty
+catalogs (UnitData, WeaponData, EffectData of SC2 4.6.2.69232, the SMAC paper's version; identical at 4.10
+and 5.0.14), not the multiplayer balance of later mods; allies are SMAC's RL copies, whose fields the maps
+set to the same values and whose weapons link the same stock weapons. ``unit_data.yaml`` beside this file
+holds the table with its sources, and ``tests/test_unit_data.py`` holds this module to it.
 
 Conventions (chosen once, used everywhere in ``sim/``):
 
 * Time: 16 game loops per game second; one engine tick is one loop (dt = 1/16 game-s) and one agent
   step is 8 ticks, exactly as SMAC's ``step_mul = 8``.
 * Speeds are game-second values (marine 2.25 units/game-s, so 1.125 units per agent step).
-* Weapon cooldowns are in game loops: the game's cooldown in game seconds × 16, rounded (marine 14,
-  marauder 24, stalker 30, zealot 19, colossus 24, hydralisk 13, zergling 11, spine crawler 30). Each time
-  a weapon fires a uniform integer in [-1, +2] loops is added: that is Brood War's rule (starcraftai.com,
-  "Abilities and Bullets"), kept for want of StarCraft II's, which is not in our sources (docs/fidelity.md).
+* Weapon cooldowns are in game loops: the weapon's ``Period`` in game seconds × 16, rounded (marine 14,
+  marauder 24, stalker 23, zealot 19, colossus 35, hydralisk 13, zergling 11, spine crawler 26). Each time
+  a weapon fires a uniform integer in [-1, +2] loops is added: the game's ``RandomDelayMin``/``Max``
+  (-0.0625 and +0.125 game-s, every legacy weapon's default in Core's WeaponData).
 * Ranges are edge-to-edge (the centre-to-centre test adds both radii); melee is the game's 0.1.
-* Scan (acquire) range of the enemy AI, edge-to-edge: ``max(5, weapon range + 0.5)`` for ground units and
-  the weapon range for the spine crawler (static defence), per Liquipedia's "Automatic Targeting" (Legacy
-  of the Void). Medivacs do not attack; an enemy Medivac heals the most wounded biological ally within its
-  sight (11, game data).
+* Scan (acquire) range of the enemy AI, edge-to-edge: ``max(MinScanRange, weapon range)`` with the
+  game's default ``MinScanRange`` of 5 (Liquipedia's "Automatic Targeting" rule; the +0.5 of Legacy of
+  the Void lives in a multiplayer mod the SMAC maps do not load). Medivacs do not attack; an enemy Medivac
+  heals the biological ally with the lowest life fraction within its heal's auto-cast range (6).
 * Regeneration: shields 2 per game-s after 10 game-s (160 loops) without damage; zerg HP 0.2734 per
-  game-s; Medivac energy 0.5625 per game-s (max 200, start 50, game data); heal 9 HP per game-s costing
-  1 energy per 3 HP within 4 (range: game data); a heal needs 5 energy to start, not to go on.  The
-  source of each constant is in ``unit_data.yaml`` (``rules:``), which ``tests/test_unit_data.py`` holds
-  these constants to.
+  game-s; Medivac energy 0.5625 per game-s (max 200, start 50); heal 9 HP per game-s costing 1 energy
+  per 3 HP within 4; a heal needs 5 energy to start, not to go on.  The source of each constant is in
+  ``unit_data.yaml`` (``rules:``), which ``tests/test_unit_data.py`` holds these constants to.
 
 Approximations (documented choices):
 
+* Weapon wind-up (``DamagePoint``), projectile flight and the colossus beam's 0.25 s damage delay are not
+  modelled: a weapon's damage lands when it fires.
 * Baneling: 20 damage (+15 vs Light) to every hostile ground unit whose edge is within 2.2 of its centre
-  (Liquipedia, "Baneling (Legacy of the Void)"); it dies when it attacks (reach 0.25). The +80 vs
-  structures is not modelled.
-* Colossus: 10 (+5 vs Light) x2 with a line splash: every hostile ground unit whose edge is within 0.3
-  of a 2.8-long beam centred on the target, perpendicular to the line of fire, takes the hit (smaclite's
-  beam; no game source read).  The colossus ignores the pathing grid (it walks over cliffs) but stays on
-  the map.
+  (``VolatileBurstU``); it dies when it attacks (reach 0.25). Its damage to structures is not modelled.
+* Colossus: 20 × 2 (``ThermalLancesMU`` at the end of each of two sweeps) with a line splash: every
+  hostile ground unit whose edge is within 0.15 of a 2.5-long beam centred on the target, perpendicular to
+  the line of fire, takes the hits (the sweeps search radius 0.15 around 11 points from -1.25 to +1.25;
+  the beam's orientation is ours).  The colossus ignores the pathing grid (it walks over cliffs) but
+  stays on the map.
 * Spine crawler: immobile structure (speed 0, never pushed).
 """
 
@@ -90,14 +94,14 @@ HEAL_START_ENERGY = 5.0  # a heal needs this much energy to start (Liquipedia "H
 ENERGY_MAX = 200.0
 ENERGY_START = 50.0
 ENERGY_REGEN = 0.5625 / 16.0
-MEDIVAC_SIGHT = 11.0
+MEDIVAC_AUTOCAST_RANGE = 6.0  # Liberty AbilData MedivacHeal AutoCastRange
 BANE_SPLASH_RADIUS = 2.2
-BEAM_HALF_LENGTH = 1.4
-BEAM_HALF_WIDTH = 0.3
+BEAM_HALF_LENGTH = 1.25
+BEAM_HALF_WIDTH = 0.15
 
 _ROWS: dict[str, dict[str, float]] = {
     "marine": dict(
-        hp=45, attr=LIGHT | BIO, dmg=6, cd=14, rng=5, speed=2.25, radius=0.375, hits_air=1, acquire=5.5
+        hp=45, attr=LIGHT | BIO, dmg=6, cd=14, rng=5, speed=2.25, radius=0.375, hits_air=1, acquire=5
     ),
     "marauder": dict(
         hp=125,
@@ -110,34 +114,34 @@ _ROWS: dict[str, dict[str, float]] = {
         rng=6,
         speed=2.25,
         radius=0.5625,
-        acquire=6.5,
+        acquire=6,
     ),
     "medivac": dict(
         hp=150,
         armor=1,
         attr=ARMORED | MECH,
         rng=4,
-        speed=2.5,
+        speed=2.75,
         radius=0.75,
         air=1,
         hits_ground=0,
         healer=1,
-        acquire=MEDIVAC_SIGHT,
+        acquire=MEDIVAC_AUTOCAST_RANGE,
     ),
     "stalker": dict(
         hp=80,
         shield=80,
         armor=1,
         attr=ARMORED | MECH,
-        dmg=13,
+        dmg=10,
         battr=ARMORED,
-        bdmg=5,
-        cd=30,
+        bdmg=4,
+        cd=23,
         rng=6,
         speed=2.953125,
         radius=0.625,
         hits_air=1,
-        acquire=6.5,
+        acquire=6,
     ),
     "zealot": dict(
         hp=100,
@@ -157,20 +161,18 @@ _ROWS: dict[str, dict[str, float]] = {
         shield=150,
         armor=1,
         attr=ARMORED | MECH | MASSIVE,
-        dmg=10,
-        battr=LIGHT,
-        bdmg=5,
+        dmg=20,
         hits=2,
-        cd=24,
-        rng=7,
+        cd=35,
+        rng=6,
         speed=2.25,
         radius=1.0,
         splash=SPLASH_LINE,
         cliff=1,
-        acquire=7.5,
+        acquire=6,
     ),
     "hydralisk": dict(
-        hp=90,
+        hp=80,
         attr=LIGHT | BIO,
         dmg=12,
         cd=13,
@@ -179,7 +181,7 @@ _ROWS: dict[str, dict[str, float]] = {
         radius=0.625,
         hits_air=1,
         zerg=1,
-        acquire=5.5,
+        acquire=5,
     ),
     "zergling": dict(
         hp=35, attr=LIGHT | BIO, dmg=5, cd=11, rng=0.1, speed=2.953125, radius=0.375, zerg=1, acquire=5
@@ -205,20 +207,16 @@ _ROWS: dict[str, dict[str, float]] = {
         dmg=25,
         battr=ARMORED,
         bdmg=5,
-        cd=30,
+        cd=26,
         rng=7,
         speed=0.0,
-        radius=1.125,
+        radius=0.875,
         zerg=1,
         acquire=7,
     ),
 }
 
 
-# Where SMAC's RL copies (the allies) differ from the stock units (the enemies): the maps' own UnitData.xml
-# (oxwhirl/smac SMAC_Maps, Hydralisk_RL LifeMax 80 in 6h_vs_8z, Medivac_RL Speed 2.75 in MMM/MMM2); every
-# other field the maps set equals the stock value (see unit_data.yaml).
-_RL_OVERRIDES: dict[str, dict[str, float]] = {"hydralisk": dict(hp=80), "medivac": dict(speed=2.75)}
 N_TYPES = len(UNIT_NAMES)
 
 
@@ -249,7 +247,7 @@ def _build_props() -> np.ndarray:
     """Rows ``0..N_TYPES-1``: SMAC's RL copies (allies); rows ``N_TYPES..``: the stock units (enemies)."""
     props = np.zeros((2 * N_TYPES, N_PROPS))
     for t, name in enumerate(UNIT_NAMES):
-        _fill(props, t, {**_ROWS[name], **_RL_OVERRIDES.get(name, {})})
+        _fill(props, t, _ROWS[name])  # the RL copies' fields equal the stock unit's (unit_data.yaml)
         _fill(props, N_TYPES + t, _ROWS[name])
     props.setflags(write=False)
     return props
