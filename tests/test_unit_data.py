@@ -73,7 +73,7 @@ def engine(name: str, enemy: bool = False) -> dict[str, float]:
         "acquire": U.ACQUIRE,
     }
     if name == "medivac":
-        cols = {**{k: c for k, c in cols.items() if k in ("hp", "shield", "armor", "attr", "speed", "radius")}}
+        cols = {k: c for k, c in cols.items() if k in ("hp", "shield", "armor", "attr", "speed", "radius")}
         cols["heal_range"] = U.RANGE
     out = {k: float(row[c]) for k, c in cols.items()}
     out["speed"] *= 16.0  # PROPS stores per game loop
