@@ -1,0 +1,121 @@
+"""benchmarks/unit_data_check.py reads the game's catalogs as the game layers them: later mods override
+earlier ones, entries inherit from their parent and then from their class defaults, arrays keep every
+element, and a weapon's damage is found through missiles, sets and persistents."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+from pathlib import Path
+
+import yaml
+
+_SPEC = importlib.util.spec_from_file_location(
+    "unit_data_check", Path(__file__).resolve().parents[1] / "benchmarks" / "unit_data_check.py"
+)
+udc = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(udc)
+
+CORE = {
+    "unit": """<Catalog><CUnit default="1"><Radius value="0.5"/><Sight value="9"/></CUnit>
+        <CUnit default="1" id="DESTRUCTIBLE"><LifeArmor value="10"/></CUnit></Catalog>""",
+    "weapon": """<Catalog><CWeapon default="1"><MinScanRange value="5"/><Range value="5"/><Period value="0.8332"/>
+        <DamagePoint value="0.167"/></CWeapon>
+        <CWeaponLegacy default="1"><Effect value="##id##"/></CWeaponLegacy></Catalog>""",
+    "effect": "<Catalog><CEffect default='1'/></Catalog>",
+}
+LIBERTY = {
+    "unit": """<Catalog>
+        <CUnit id="Zealot"><LifeMax value="100"/><ShieldsMax value="50"/><LifeArmor value="1"/><Speed value="2"/>
+            <WeaponArray Link="PsiBlades"/></CUnit>
+        <CUnit id="Stalker"><LifeMax value="80"/><Radius value="0.625"/><Speed value="2.9531"/>
+            <WeaponArray Link="StalkerMelee"/><WeaponArray Link="ParticleDisruptors"/></CUnit></Catalog>""",
+    "weapon": """<Catalog>
+        <CWeaponLegacy id="PsiBlades"><Range value="0.1"/><Period value="1.2"/><DamagePoint value="0"/>
+            <Effect value="PsiBladesBurst"/></CWeaponLegacy>
+        <CWeaponLegacy id="StalkerMelee"><Range value="0.5"/></CWeaponLegacy>
+        <CWeaponLegacy id="ParticleDisruptors"><Range value="6"/><Period value="1.44"/></CWeaponLegacy></Catalog>""",
+    "effect": """<Catalog>
+        <CEffectCreatePersistent id="PsiBladesBurst"><PeriodCount value="2"/>
+            <PeriodicEffectArray value="PsiBlades"/></CEffectCreatePersistent>
+        <CEffectDamage id="PsiBlades"><Amount value="8"/></CEffectDamage>
+        <CEffectLaunchMissile id="ParticleDisruptors"><ImpactEffect value="PDSet"/></CEffectLaunchMissile>
+        <CEffectSet id="PDSet"><EffectArray value="PDSuicide"/><EffectArray value="PDU"/></CEffectSet>
+        <CEffectDamage id="PDSuicide"/>
+        <CEffectDamage id="PDU" parent="DU"><AttributeBonus index="Armored" value="4"/></CEffectDamage>
+        <CEffectDamage default="1" id="DU"><Amount value="10"/></CEffectDamage></Catalog>""",
+}
+LATER = {
+    "weapon": '<Catalog><CWeaponLegacy id="ParticleDisruptors"><Period value="1.87"/></CWeaponLegacy></Catalog>'
+}
+
+
+def tree(tmp_path: Path) -> Path:
+    for mod, files in (("Core", CORE), ("Liberty", LIBERTY), ("VoidMulti", LATER)):
+        d = tmp_path / "Mods" / f"{mod}.SC2Mod" / "Base.SC2Data" / "GameData"
+        d.mkdir(parents=True)
+        for kind, text in files.items():
+            (d / f"{kind.capitalize()}Data.xml").write_text(text)
+    return tmp_path
+
+
+def test_fields_come_from_the_entry_its_parent_and_its_class_defaults(tmp_path):
+    cat = udc.load(udc._dir_reader(str(tree(tmp_path))))
+    zealot = udc.catalog_row(cat, "Zealot")
+    assert (zealot["max_health"], zealot["max_shield"], zealot["armor"]) == (100, 50, 1)
+    assert (zealot["radius"], zealot["sight"]) == (0.5, 9)  # CUnit defaults; the named default is not used
+    w = zealot["weapon"]
+    assert (w["range"], w["period_s"], w["damage_point_s"], w["min_scan"]) == (0.1, 1.2, 0.0, 5.0)
+    assert (w["damage"], w["attacks"], w["bonuses"]) == (8.0, 2, {})  # a persistent: 2 periods of 8
+
+
+def test_arrays_keep_every_element_and_a_named_weapon_is_chosen(tmp_path):
+    cat = udc.load(udc._dir_reader(str(tree(tmp_path))))
+    assert udc.weapons(cat["Unit"], "Stalker") == ["StalkerMelee", "ParticleDisruptors"]
+    w = udc.catalog_row(cat, "Stalker", "ParticleDisruptors")["weapon"]
+    # ##id## names the missile; its set's suicide (no amount) is skipped; the damage inherits from its parent
+    assert (w["range"], w["period_s"], w["damage_point_s"]) == (6.0, 1.44, 0.167)
+    assert (w["damage"], w["attacks"], w["bonuses"]) == (10.0, 1, {"Armored": 4.0})
+    assert udc.catalog_row(cat, "Stalker")["weapon"]["id"] == "StalkerMelee"  # the first, by default
+
+
+def test_a_later_mod_overrides_an_earlier_one_only_when_loaded(tmp_path):
+    read = udc._dir_reader(str(tree(tmp_path)))
+    assert udc.catalog_row(udc.load(read), "Stalker", "ParticleDisruptors")["weapon"]["period_s"] == 1.44
+    later = udc.load(read, ("core", "liberty", "voidmulti"))
+    assert udc.catalog_row(later, "Stalker", "ParticleDisruptors")["weapon"]["period_s"] == 1.87
+
+
+def test_compare_names_each_field_where_the_table_and_the_catalogs_differ(monkeypatch, tmp_path):
+    cat = udc.load(udc._dir_reader(str(tree(tmp_path))))
+    monkeypatch.setattr(udc, "UNIT_IDS", {"zealot": "Zealot", "stalker": "Stalker"})
+    table = {
+        "zealot": {"liberty": udc.catalog_row(cat, "Zealot")},
+        "stalker": {"liberty": udc.catalog_row(cat, "Stalker", "ParticleDisruptors")},
+    }
+    assert udc.compare(table, cat) == []
+    wrong = copy.deepcopy(table)
+    wrong["stalker"]["liberty"]["weapon"]["period_s"] = 1.87
+    wrong["zealot"]["liberty"]["max_shield"] = 60
+    assert udc.compare(wrong, cat) == [
+        "zealot.max_shield: table 60, catalogs 50.0",
+        "stalker.weapon.period_s: table 1.87, catalogs 1.44",
+    ]
+
+
+def test_the_engine_table_has_every_field_the_check_reads():
+    table = yaml.safe_load(udc.TABLE.read_text())
+    assert set(udc.UNIT_IDS) == {k for k in table if k != "rules"}
+    for name in udc.UNIT_IDS:
+        w = table[name]["liberty"].get("weapon")
+        if w is not None:
+            assert {
+                "id",
+                "range",
+                "period_s",
+                "damage_point_s",
+                "min_scan",
+                "damage",
+                "attacks",
+                "bonuses",
+            } <= set(w)
