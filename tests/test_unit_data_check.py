@@ -19,22 +19,23 @@ _SPEC.loader.exec_module(udc)
 CORE = {
     "unit": """<Catalog><CUnit default="1"><Radius value="0.5"/><Sight value="9"/></CUnit>
         <CUnit default="1" id="DESTRUCTIBLE"><LifeArmor value="10"/></CUnit></Catalog>""",
-    "weapon": """<Catalog><CWeapon default="1"><MinScanRange value="5"/><Range value="5"/><Period value="0.8332"/>
-        <DamagePoint value="0.167"/></CWeapon>
+    "weapon": """<Catalog><CWeapon default="1"><MinScanRange value="5"/><Range value="5"/>
+        <Period value="0.8332"/><DamagePoint value="0.167"/></CWeapon>
         <CWeaponLegacy default="1"><Effect value="##id##"/></CWeaponLegacy></Catalog>""",
     "effect": "<Catalog><CEffect default='1'/></Catalog>",
 }
 LIBERTY = {
     "unit": """<Catalog>
-        <CUnit id="Zealot"><LifeMax value="100"/><ShieldsMax value="50"/><LifeArmor value="1"/><Speed value="2"/>
-            <WeaponArray Link="PsiBlades"/></CUnit>
+        <CUnit id="Zealot"><LifeMax value="100"/><ShieldsMax value="50"/><LifeArmor value="1"/>
+            <Speed value="2"/><WeaponArray Link="PsiBlades"/></CUnit>
         <CUnit id="Stalker"><LifeMax value="80"/><Radius value="0.625"/><Speed value="2.9531"/>
             <WeaponArray Link="StalkerMelee"/><WeaponArray Link="ParticleDisruptors"/></CUnit></Catalog>""",
     "weapon": """<Catalog>
         <CWeaponLegacy id="PsiBlades"><Range value="0.1"/><Period value="1.2"/><DamagePoint value="0"/>
             <Effect value="PsiBladesBurst"/></CWeaponLegacy>
         <CWeaponLegacy id="StalkerMelee"><Range value="0.5"/></CWeaponLegacy>
-        <CWeaponLegacy id="ParticleDisruptors"><Range value="6"/><Period value="1.44"/></CWeaponLegacy></Catalog>""",
+        <CWeaponLegacy id="ParticleDisruptors"><Range value="6"/><Period value="1.44"/></CWeaponLegacy>
+        </Catalog>""",
     "effect": """<Catalog>
         <CEffectCreatePersistent id="PsiBladesBurst"><PeriodCount value="2"/>
             <PeriodicEffectArray value="PsiBlades"/></CEffectCreatePersistent>
@@ -46,7 +47,8 @@ LIBERTY = {
         <CEffectDamage default="1" id="DU"><Amount value="10"/></CEffectDamage></Catalog>""",
 }
 LATER = {
-    "weapon": '<Catalog><CWeaponLegacy id="ParticleDisruptors"><Period value="1.87"/></CWeaponLegacy></Catalog>'
+    "weapon": """<Catalog><CWeaponLegacy id="ParticleDisruptors"><Period value="1.87"/>
+        </CWeaponLegacy></Catalog>"""
 }
 
 
