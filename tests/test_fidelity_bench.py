@@ -57,3 +57,19 @@ def test_the_published_file_names_a_source_for_every_block():
     blocks = fidelity.yaml.safe_load(fidelity.PUBLISHED.read_text())
     assert all(b.get("source") and (b.get("win_rate") or b.get("classes")) for b in blocks.values())
     assert set(blocks["difficulty"]["classes"].values()) == {"easy", "hard", "super_hard"}
+
+
+def test_two_stalker_probe_plays_2s_vs_1sc():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "two_stalker_probe.py"
+    spec = importlib.util.spec_from_file_location("two_stalker_probe", path)
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    from marl.envs.smac.env import StarCraft2Env
+
+    env = StarCraft2Env(map_name="2s_vs_1sc", seed=0, backend="sim")
+    won, length, left = probe.play(env, swap_shield=-1.0)
+    assert 0 < length <= 300 and left < 300  # the stalkers reached the crawler and hurt it
+    assert won == (left <= 0)
+    env.close()
