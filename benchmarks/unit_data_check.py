@@ -58,7 +58,7 @@ class Catalog:
 
     def field(self, entry_id: str, name: str, default: str | None = None) -> str | None:
         """The field's value after inheritance: the entry, its parents, then its class defaults."""
-        seen: set[str] = set()
+        seen: set[int] = set()
         node = self.entries.get(entry_id) or self.named_defaults.get(entry_id)
         cls = node["_class"] if node else None
         while node is not None and id(node) not in seen:
@@ -134,9 +134,7 @@ def _damage(effects: Catalog, effect_id: str, depth: int = 0) -> list[tuple[floa
         required = (f("SearchFilters", "") or "").split(";")[0].split(",")
         if amount == 0 or "Structure" in required:  # a caster's suicide; damage to structures only
             return []
-        bonus = {
-            a: float(f(f"AttributeBonus[{a}]")) for a in ("Light", "Armored") if f(f"AttributeBonus[{a}]")
-        }
+        bonus = {a: float(v) for a in ("Light", "Armored") if (v := f(f"AttributeBonus[{a}]"))}
         return [(amount, bonus)]
     if cls == "CEffectLaunchMissile":
         return _damage(effects, f("ImpactEffect", ""), depth + 1)
@@ -187,16 +185,19 @@ def catalog_row(cat: dict[str, Catalog], unit: str, weapon: str | None = None) -
     return row
 
 
+def _weapon_id(row: dict) -> str | None:
+    """The weapon a ``liberty:`` row names (None for the Medivac)."""
+    return (row.get("weapon") or {}).get("id")
+
+
 def compare(table: dict, cat: dict[str, Catalog]) -> list[str]:
     """Every field where the table's ``liberty:`` row and the catalogs disagree (empty: they agree)."""
     bad = []
     for name, unit in UNIT_IDS.items():
         want = table[name]["liberty"]
-        have = catalog_row(cat, unit, (want.get("weapon") or {}).get("id"))
+        have = catalog_row(cat, unit, _weapon_id(want))
         for key in ("max_health", "max_shield", "armor", "speed", "radius", "sight"):
-            if abs(float(want.get(key, 0)) - have[key]) > 1e-3 and not (
-                key == "speed" and want.get("structure")
-            ):
+            if abs(float(want.get(key, 0)) - have[key]) > 1e-3:
                 bad.append(f"{name}.{key}: table {want.get(key, 0)}, catalogs {have[key]}")
         wt, wc = want.get("weapon"), have.get("weapon")
         if wt is None:
@@ -232,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     table = yaml.safe_load(TABLE.read_text())
     for name, unit in UNIT_IDS.items():
-        print(f"{name:14s}", catalog_row(cat, unit, (table[name]["liberty"].get("weapon") or {}).get("id")))
+        print(f"{name:14s}", catalog_row(cat, unit, _weapon_id(table[name]["liberty"])))
     bad = compare(table, cat)
     print(
         "\n".join(bad)

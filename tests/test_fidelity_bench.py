@@ -10,6 +10,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import fidelity  # noqa: E402
+import two_stalker_probe  # noqa: E402
+
+from marl.envs.smac.env import StarCraft2Env  # noqa: E402
 
 
 def test_wilson_interval_matches_known_values():
@@ -60,16 +63,8 @@ def test_the_published_file_names_a_source_for_every_block():
 
 
 def test_two_stalker_probe_plays_2s_vs_1sc():
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "two_stalker_probe.py"
-    spec = importlib.util.spec_from_file_location("two_stalker_probe", path)
-    probe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(probe)
-    from marl.envs.smac.env import StarCraft2Env
-
     env = StarCraft2Env(map_name="2s_vs_1sc", seed=0, backend="sim")
-    won, length, left = probe.play(env, swap_shield=-1.0)
+    won, length, left = two_stalker_probe.play(env, swap_shield=-1.0)
     assert 0 < length <= 300 and left < 300  # the stalkers reached the crawler and hurt it
     assert won == (left <= 0)
     env.close()

@@ -5,16 +5,13 @@ element, and a weapon's damage is found through missiles, sets and persistents."
 from __future__ import annotations
 
 import copy
-import importlib.util
+import sys
 from pathlib import Path
 
 import yaml
 
-_SPEC = importlib.util.spec_from_file_location(
-    "unit_data_check", Path(__file__).resolve().parents[1] / "benchmarks" / "unit_data_check.py"
-)
-udc = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(udc)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import unit_data_check as udc  # noqa: E402
 
 CORE = {
     "unit": """<Catalog><CUnit default="1"><Radius value="0.5"/><Sight value="9"/></CUnit>
