@@ -1,11 +1,12 @@
 """Check the engine's unit table (``marl/envs/smac/sim/unit_data.yaml``, ``liberty:``) against StarCraft II's
 own data files, the catalogs the SMAC maps load (``Core.SC2Mod`` then ``Liberty.SC2Mod``).
 
-It reads ``UnitData.xml``, ``WeaponData.xml`` and ``EffectData.xml`` of each mod from a copy of the game's
-``Mods`` folder, or from a git mirror of one (e.g. SC2Mapster/SC2GameData, 949614a9 = SC2 4.6.2.69232),
-layers them as the game does (a later mod's field replaces an earlier one's; an entry inherits its
-``parent``'s fields, then its class's defaults: ``CWeaponLegacy`` over ``CWeapon``, ``CEffectDamage`` over
-``CEffect``) and prints every field of the table beside the catalog's value, failing if any differs.
+It reads ``UnitData.xml``, ``WeaponData.xml``, ``EffectData.xml`` and ``MoverData.xml`` of each mod from a
+copy of the game's ``Mods`` folder, or from a git mirror of one (e.g. SC2Mapster/SC2GameData, 949614a9 = SC2
+4.6.2.69232), layers them as the game does (a later mod's field replaces an earlier one's; an entry
+inherits its ``parent``'s fields, then its class's defaults: ``CWeaponLegacy`` over ``CWeapon``,
+``CEffectDamage`` over ``CEffect``; a missile's speeds are its mover's first motion phase) and prints every
+field of the table beside the catalog's value, failing if any differs.
 
     .venv/bin/python benchmarks/unit_data_check.py --git /path/to/SC2GameData.git --rev 949614a9
     .venv/bin/python benchmarks/unit_data_check.py --dir /path/to/StarCraftII/extracted/mods
@@ -84,6 +85,9 @@ def _merge(into: dict, el: ET.Element) -> None:
     for child in el:
         key = child.tag + (f"[{child.get('index')}]" if child.get("index") else "")
         n = seen[key] = seen.get(key, 0) + 1
+        if key == "MotionPhases" and n == 1:  # a mover's first phase: its launch speeds
+            _merge(phase := {}, child)
+            into.update({f"{key}.{k}": v for k, v in phase.items()})
         for attr in ("value", "Value", "Link", "Effect"):
             if child.get(attr) is not None:
                 into[key if n == 1 else f"{key}#{n}"] = child.get(attr)
@@ -93,7 +97,7 @@ def _merge(into: dict, el: ET.Element) -> None:
 def load(read, mods=MODS) -> dict[str, Catalog]:
     """``read(relative_path) -> bytes | None`` over a mods tree; paths are matched case-insensitively."""
     out = {}
-    for kind in ("Unit", "Weapon", "Effect"):
+    for kind in ("Unit", "Weapon", "Effect", "Mover"):
         docs = [
             d for m in mods if (d := read(f"mods/{m}.sc2mod/base.sc2data/gamedata/{kind.lower()}data.xml"))
         ]
@@ -148,6 +152,28 @@ def _damage(effects: Catalog, effect_id: str, depth: int = 0) -> list[tuple[floa
     return []
 
 
+def missile(cat: dict[str, Catalog], effect_id: str) -> dict | None:
+    """The missile a weapon effect launches (None if it launches none): the launch's last ``Movers`` link
+    (the one for the longest range), else its ``AmmoUnit``'s ``Mover``, and that mover's first phase."""
+    e, u, m = cat["Effect"], cat["Unit"], cat["Mover"]
+    if e.cls(effect_id) != "CEffectLaunchMissile":
+        return None
+    links = [v for k, v in e.entries[effect_id].items() if k.split("#")[0] == "Movers"]
+    if links:
+        mover = links[-1]
+    else:
+        ammo = (e.field(effect_id, "AmmoUnit") or "##id##Weapon").replace("##id##", effect_id)
+        mover = (u.field(ammo, "Mover") or "##id##").replace("##id##", ammo)
+    phase = lambda name: float(m.field(mover, f"MotionPhases.{name}", "0"))  # noqa: E731
+    return {
+        "effect": effect_id,
+        "mover": mover,
+        "speed": phase("Speed"),
+        "acceleration": phase("Acceleration"),
+        "max_speed": phase("MaxSpeed"),
+    }
+
+
 def weapons(units: Catalog, unit: str) -> list[str]:
     """Every weapon the unit carries, in its ``WeaponArray`` order."""
     node = units.entries.get(unit, {})
@@ -177,17 +203,34 @@ def catalog_row(cat: dict[str, Catalog], unit: str, weapon: str | None = None) -
             "range": float(w.field(weapon, "Range", "0")),
             "period_s": float(w.field(weapon, "Period", "0")),
             "damage_point_s": float(w.field(weapon, "DamagePoint", "0")),
+            "range_slop": float(w.field(weapon, "RangeSlop", "0")),
             "min_scan": float(w.field(weapon, "MinScanRange", "0")),
             "damage": hits[0][0] if hits else None,
             "attacks": len(hits),
             "bonuses": hits[0][1] if hits else {},
         }
+        if (launch := missile(cat, effect)) is not None:
+            row["weapon"]["missile"] = launch
     return row
 
 
 def _weapon_id(row: dict) -> str | None:
     """The weapon a ``liberty:`` row names (None for the Medivac)."""
     return (row.get("weapon") or {}).get("id")
+
+
+WEAPON_KEYS = (
+    "id",
+    "range",
+    "period_s",
+    "damage_point_s",
+    "range_slop",
+    "min_scan",
+    "damage",
+    "attacks",
+    "bonuses",
+)
+MISSILE_KEYS = ("effect", "mover", "speed", "acceleration", "max_speed")
 
 
 def compare(table: dict, cat: dict[str, Catalog]) -> list[str]:
@@ -202,11 +245,25 @@ def compare(table: dict, cat: dict[str, Catalog]) -> list[str]:
         wt, wc = want.get("weapon"), have.get("weapon")
         if wt is None:
             continue
-        for key in ("id", "range", "period_s", "damage_point_s", "min_scan", "damage", "attacks", "bonuses"):
+        for key in WEAPON_KEYS:
             a, b = wt.get(key), (wc or {}).get(key)
             same = a == b if key in ("id", "bonuses") else b is not None and abs(float(a) - float(b)) < 1e-3
             if not same:
                 bad.append(f"{name}.weapon.{key}: table {a}, catalogs {b}")
+        mt, mc = wt.get("missile"), (wc or {}).get("missile")
+        if (mt is None) != (mc is None):
+            bad.append(f"{name}.weapon.missile: table {mt}, catalogs {mc}")
+        for key in MISSILE_KEYS if mt and mc else ():
+            a, b = mt[key], mc[key]
+            if key in (
+                "effect",
+                "mover",
+            ):  # the table may add a note after the id: "StalkerWeapon (parent ...)"
+                same = str(a).split(" ")[0] == b
+            else:
+                same = abs(float(a) - float(b)) < 1e-3
+            if not same:
+                bad.append(f"{name}.weapon.missile.{key}: table {a}, catalogs {b}")
     return bad
 
 

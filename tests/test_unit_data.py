@@ -48,6 +48,14 @@ def expected(game: dict) -> dict[str, float]:
         )
         if "splash_radius" not in w:  # the baneling's burst is its death, not a cooldown
             out.update(hits=w["attacks"], cd=round(w["period_s"] * 16), hits_air=float(w["targets"] == "Any"))
+        m = w.get("missile", {})
+        out.update(
+            wind=round(w["damage_point_s"] * 16),
+            slop=w["range_slop"],
+            msl_speed=m.get("speed", 0),
+            msl_accel=m.get("acceleration", 0),
+            msl_max=m.get("max_speed", 0),
+        )
     return out
 
 
@@ -71,12 +79,20 @@ def engine(name: str, enemy: bool = False) -> dict[str, float]:
         "bdmg": U.BONUS_DMG,
         "hits_air": U.HITS_AIR,
         "acquire": U.ACQUIRE,
+        "wind": U.WIND_UP,
+        "slop": U.RANGE_SLOP,
+        "msl_speed": U.MSL_SPEED,
+        "msl_accel": U.MSL_ACCEL,
+        "msl_max": U.MSL_MAX_SPEED,
     }
     if name == "medivac":
         cols = {k: c for k, c in cols.items() if k in ("hp", "shield", "armor", "attr", "speed", "radius")}
         cols["heal_range"] = U.RANGE
     out = {k: float(row[c]) for k, c in cols.items()}
     out["speed"] *= 16.0  # PROPS stores per game loop
+    for k, per_s in (("msl_speed", 16.0), ("msl_accel", 256.0), ("msl_max", 16.0)):
+        if k in out:
+            out[k] *= per_s
     return out
 
 

@@ -15,11 +15,17 @@ import unit_data_check as udc  # noqa: E402
 
 CORE = {
     "unit": """<Catalog><CUnit default="1"><Radius value="0.5"/><Sight value="9"/></CUnit>
-        <CUnit default="1" id="DESTRUCTIBLE"><LifeArmor value="10"/></CUnit></Catalog>""",
+        <CUnit default="1" id="DESTRUCTIBLE"><LifeArmor value="10"/></CUnit>
+        <CUnit default="1" id="MISSILE"><Mover value="##id##"/></CUnit></Catalog>""",
     "weapon": """<Catalog><CWeapon default="1"><MinScanRange value="5"/><Range value="5"/>
         <Period value="0.8332"/><DamagePoint value="0.167"/></CWeapon>
         <CWeaponLegacy default="1"><Effect value="##id##"/></CWeaponLegacy></Catalog>""",
-    "effect": "<Catalog><CEffect default='1'/></Catalog>",
+    "effect": """<Catalog><CEffect default='1'/>
+        <CEffectLaunchMissile default="1"><AmmoUnit value="##id##Weapon"/></CEffectLaunchMissile>
+        </Catalog>""",
+    "mover": """<Catalog><CMoverMissile id="MissileDefault"><MotionPhases><Acceleration value="3200"/>
+        <MaxSpeed value="18.75"/></MotionPhases><MotionPhases YawPitchRoll="MAX"/></CMoverMissile>
+        </Catalog>""",
 }
 LIBERTY = {
     "unit": """<Catalog>
@@ -32,12 +38,18 @@ LIBERTY = {
             <Effect value="PsiBladesBurst"/></CWeaponLegacy>
         <CWeaponLegacy id="StalkerMelee"><Range value="0.5"/></CWeaponLegacy>
         <CWeaponLegacy id="ParticleDisruptors"><Range value="6"/><Period value="1.44"/></CWeaponLegacy>
+        <CWeaponLegacy id="Grenades"><RangeSlop value="0"/><Effect value="GrenadesLM"/></CWeaponLegacy>
         </Catalog>""",
+    "mover": """<Catalog><CMoverMissile id="ParticleDisruptorsWeapon" parent="MissileDefault"/>
+        <CMoverMissile id="Long"><MotionPhases><Speed value="12"/><Acceleration value="140"/>
+            <MaxSpeed value="200"/></MotionPhases></CMoverMissile></Catalog>""",
     "effect": """<Catalog>
         <CEffectCreatePersistent id="PsiBladesBurst"><PeriodCount value="2"/>
             <PeriodicEffectArray value="PsiBlades"/></CEffectCreatePersistent>
         <CEffectDamage id="PsiBlades"><Amount value="8"/></CEffectDamage>
         <CEffectLaunchMissile id="ParticleDisruptors"><ImpactEffect value="PDSet"/></CEffectLaunchMissile>
+        <CEffectLaunchMissile id="GrenadesLM"><ImpactEffect value="PDU"/><Movers Link="Short" IfRangeLTE="3"/>
+            <Movers Link="Long" IfRangeLTE="7"/></CEffectLaunchMissile>
         <CEffectSet id="PDSet"><EffectArray value="PDSuicide"/><EffectArray value="PDU"/></CEffectSet>
         <CEffectDamage id="PDSuicide"/>
         <CEffectDamage id="PDU" parent="DU"><AttributeBonus index="Armored" value="4"/></CEffectDamage>
@@ -78,6 +90,25 @@ def test_arrays_keep_every_element_and_a_named_weapon_is_chosen(tmp_path):
     assert udc.catalog_row(cat, "Stalker")["weapon"]["id"] == "StalkerMelee"  # the first, by default
 
 
+def test_a_missile_is_the_launchs_mover_or_its_ammo_units_and_range_slop_defaults_to_core(tmp_path):
+    read = udc._dir_reader(str(tree(tmp_path)))
+    cat = udc.load(read)
+    # no Movers link: AmmoUnit ##id##Weapon, whose Mover is ##id## (MISSILE's default), inheriting its parent
+    assert udc.missile(cat, "ParticleDisruptors") == {
+        "effect": "ParticleDisruptors",
+        "mover": "ParticleDisruptorsWeapon",
+        "speed": 0.0,
+        "acceleration": 3200.0,
+        "max_speed": 18.75,
+    }
+    long = udc.missile(cat, "GrenadesLM")  # the last Movers link: the longest range's
+    assert (long["mover"], long["speed"], long["acceleration"], long["max_speed"]) == ("Long", 12, 140, 200)
+    assert udc.missile(cat, "PsiBladesBurst") is None
+    assert udc.catalog_row(cat, "Zealot")["weapon"].get("missile") is None
+    w = cat["Weapon"]
+    assert (w.field("Grenades", "RangeSlop"), w.field("PsiBlades", "RangeSlop", "1")) == ("0", "1")
+
+
 def test_a_later_mod_overrides_an_earlier_one_only_when_loaded(tmp_path):
     read = udc._dir_reader(str(tree(tmp_path)))
     assert udc.catalog_row(udc.load(read), "Stalker", "ParticleDisruptors")["weapon"]["period_s"] == 1.44
@@ -113,6 +144,7 @@ def test_the_engine_table_has_every_field_the_check_reads():
                 "range",
                 "period_s",
                 "damage_point_s",
+                "range_slop",
                 "min_scan",
                 "damage",
                 "attacks",

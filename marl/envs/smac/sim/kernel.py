@@ -10,12 +10,14 @@ go idle when it dies; enemies get it only from the ``attack_nearest`` order of S
 (Medivac, ally S_TGT), AMOVE (enemy attack-move to the order point; S_TGT is then the auto-target).
 
 A tick (one game loop): units act in a freshly shuffled order; each living unit regenerates, counts its
-cooldown down by one loop, then runs its order (moving ``speed`` per loop, or firing when its cooldown is
-at 0, damage being applied at once).  Then overlapping ground units are pushed apart (each by half the
-overlap; a structure is never pushed).  Ground units walk straight to their goal when that is as short
-as in open ground, else toward the neighbouring cell with the shortest walk left (a cell-level BFS table,
-``physics.nav_table``); blocked cells stop them and they slide along walls.  Approximations: no
-projectile travel, no turning or acceleration, no unit-aware path planning (pushes instead of ORCA).
+cooldown down by one loop, then runs its attack in progress (the weapon's wind-up) or else its order
+(moving ``speed`` per loop, or starting an attack when its cooldown is at 0); a missile in flight lands
+when its flight time has run out, whether or not its launcher lives.  Then overlapping ground units are
+pushed apart (each by half the overlap; a structure is never pushed).  Ground units walk straight to their
+goal when that is as short as in open ground, else toward the neighbouring cell with the shortest walk
+left (a cell-level BFS table, ``physics.nav_table``); blocked cells stop them and they slide along walls.
+Approximations: missiles fly the distance at launch (guided, no path), no turning or acceleration, no
+unit-aware path planning (pushes instead of ORCA).
 """
 
 from __future__ import annotations
@@ -25,10 +27,8 @@ import math
 from numba import njit
 
 from marl.envs.smac.sim.physics import (
-    apply_hit,
     can_hit,
     dist,
-    rand_int,
     rand_uniform,
     reach,
     step_toward,
@@ -38,18 +38,11 @@ from marl.envs.smac.sim.units import (
     ACQUIRE,
     AIR,
     ATTR,
-    BANE_SPLASH_RADIUS,
-    BEAM_HALF_LENGTH,
-    BEAM_HALF_WIDTH,
     BIO,
-    CD_JITTER_HI,
-    CD_JITTER_LO,
-    COOLDOWN,
     ENERGY_MAX,
     ENERGY_REGEN,
     HEAL_START_ENERGY,
     HEALER,
-    HITS,
     HP,
     HP_PER_ENERGY,
     MEDIVAC_AUTOCAST_RANGE,
@@ -73,64 +66,12 @@ from marl.envs.smac.sim.units import (
     SHIELD_REGEN,
     SHIELD_REGEN_DELAY,
     SPEED,
-    SPLASH,
-    SPLASH_EXPLODE,
-    SPLASH_LINE,
     ZERG_HP_REGEN,
     ZERG_REGEN,
 )
+from marl.envs.smac.sim.weapons import _attack, _wind_up
 
 IDLE, MOVE, ATTACK, HEAL, AMOVE = 0, 1, 2, 3, 4
-
-
-@njit(cache=True)
-def _fire(e, a, t, na, props, utype, S, rng):
-    """``a`` fires at ``t``: hits (with splash), then the cooldown restarts with jitter in [-1, +2] loops
-    (the game's ``RandomDelayMin``/``Max``, see ``units``)."""
-    ua = utype[a]
-    lo, hi = (na, S.shape[1]) if a < na else (0, na)  # hostile index range
-    kind = int(props[ua, SPLASH])
-    if kind == SPLASH_EXPLODE:
-        for k in range(lo, hi):
-            if (
-                S[e, k, S_HP] > 0.0
-                and props[utype[k], AIR] == 0
-                and dist(e, a, k, S) <= BANE_SPLASH_RADIUS + props[utype[k], RADIUS]
-            ):
-                apply_hit(e, a, k, props, utype, S)
-        S[e, a, S_HP] = 0.0  # the baneling is spent
-        return
-    for _ in range(int(props[ua, HITS])):
-        if kind == SPLASH_LINE:
-            # beam through the target, perpendicular to the line of fire
-            fx = S[e, t, S_X] - S[e, a, S_X]
-            fy = S[e, t, S_Y] - S[e, a, S_Y]
-            fn = math.sqrt(fx * fx + fy * fy) + 1e-9
-            px, py = -fy / fn, fx / fn
-            for k in range(lo, hi):
-                if S[e, k, S_HP] <= 0.0 or props[utype[k], AIR] > 0:
-                    continue
-                rx = S[e, k, S_X] - S[e, t, S_X]
-                ry = S[e, k, S_Y] - S[e, t, S_Y]
-                along = abs(rx * px + ry * py)
-                across = abs(rx * fx + ry * fy) / fn
-                rk = props[utype[k], RADIUS]
-                if k == t or (along <= BEAM_HALF_LENGTH + rk and across <= BEAM_HALF_WIDTH + rk):
-                    apply_hit(e, a, k, props, utype, S)
-        elif S[e, t, S_HP] > 0.0:
-            apply_hit(e, a, t, props, utype, S)
-    S[e, a, S_CD] = props[ua, COOLDOWN] + float(
-        rand_int(rng, e, CD_JITTER_HI - CD_JITTER_LO + 1) + CD_JITTER_LO
-    )
-
-
-@njit(cache=True)
-def _attack(e, i, t, na, props, utype, grid, nav, S, rng):
-    """Approach ``t`` until within range + both radii, then fire when the cooldown allows."""
-    if dist(e, i, t, S) > reach(props, utype, i, t, RANGE):
-        step_toward(e, i, S[e, t, S_X], S[e, t, S_Y], props[utype[i], SPEED], S, props, utype, grid, nav)
-    elif S[e, i, S_CD] <= 0.0:
-        _fire(e, i, t, na, props, utype, S, rng)
 
 
 @njit(cache=True)
@@ -271,7 +212,10 @@ def _enemy_act(e, i, na, props, utype, grid, nav, S, rng):
     allies here is the threat class, so a non-threat target (a Medivac) is dropped when a threat is within
     weapon range.  Being attacked does not by itself change a target the unit keeps (no source found for a
     retaliation switch); it matters only to a unit with no target in scan range (see :func:`_acquire`).
+    An attack in progress runs to its end first (:func:`_wind_up`).
     """
+    if _wind_up(e, i, na, props, utype, S):
+        return
     if S[e, i, S_OK] == ATTACK:  # an ordered attack (SMACv2's trigger): chase the target until it dies
         t = int(S[e, i, S_TGT])
         if S[e, t, S_HP] > 0.0:
@@ -298,9 +242,12 @@ def _enemy_act(e, i, na, props, utype, grid, nav, S, rng):
 
 @njit(cache=True)
 def _ally_act(e, i, na, props, utype, grid, nav, S, rng):
-    """Passive ally: run the current order only (no auto-acquire, no retaliation)."""
+    """Passive ally: run the current order only (no auto-acquire, no retaliation), once an attack in
+    progress has run to its end (:func:`_wind_up`)."""
     k = int(S[e, i, S_OK])
     prev = _end_heal(e, i, S) if props[utype[i], HEALER] > 0 else -1
+    if _wind_up(e, i, na, props, utype, S):
+        return
     if k == MOVE:
         speed = props[utype[i], SPEED]
         if step_toward(e, i, S[e, i, S_OX], S[e, i, S_OY], speed, S, props, utype, grid, nav):

@@ -30,16 +30,21 @@ from marl.envs.smac.sim.units import (
     S_HP,
     S_HT,
     S_LA,
+    S_ML,
+    S_MT,
     S_OK,
     S_OX,
     S_OY,
     S_SH,
     S_SINCE,
     S_TGT,
+    S_WT,
+    S_WU,
     S_X,
     S_Y,
     SHIELD,
 )
+from marl.envs.smac.sim.weapons import _missile
 
 # enemy order kinds (EnemyOrder.kind)
 ORDER_NONE, ORDER_AMOVE, ORDER_BETWEEN, ORDER_GROUP, ORDER_NEAREST = 0, 1, 2, 3, 4
@@ -132,6 +137,7 @@ def _step_env(e, actions, na, props, utype, grid, nav, enemy_order, S, rng, buf,
             perm[k], perm[j] = perm[j], perm[k]
         for k in range(u):
             i = perm[k]
+            _missile(e, i, na, props, utype, S)  # flies on after its launcher's death
             if S[e, i, S_HP] <= 0.0:
                 continue
             _regen(e, i, props, utype, S)
@@ -192,6 +198,10 @@ def _reset_env(e, na, props, utype, grid, base_pos, noise, enemy_order, target, 
         S[e, i, S_TGT] = -1
         S[e, i, S_LA] = -1
         S[e, i, S_HT] = -1
+        S[e, i, S_WU] = 0.0
+        S[e, i, S_WT] = -1
+        S[e, i, S_ML] = 0.0
+        S[e, i, S_MT] = -1
         S[e, i, S_OX] = x
         S[e, i, S_OY] = y
     gx, gy = target[0], target[1]

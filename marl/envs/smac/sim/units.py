@@ -28,8 +28,15 @@ Conventions (chosen once, used everywhere in ``sim/``):
 
 Approximations (documented choices):
 
-* Weapon wind-up (``DamagePoint``), projectile flight and the colossus beam's 0.25 s damage delay are not
-  modelled: a weapon's damage lands when it fires.
+* An attack starts when the target is within weapon reach and the cooldown is 0: the cooldown (``Period``
+  plus the jitter) starts then, and the weapon's effect comes ``DamagePoint`` later (its wind-up, in loops,
+  rounded as the period; the attacker stands still meanwhile and takes no new order). The attack is lost if
+  the target dies or stands beyond weapon reach + ``RangeSlop`` when the wind-up ends. A missile weapon's
+  effect is a launch: its damage lands when the missile arrives, after the edge-to-edge distance at launch
+  flown by the missile's mover (initial ``Speed``, ``Acceleration``, ``MaxSpeed``); a missile in flight
+  hits even if its launcher has died. Readings and sources: ``kernel._start_attack``/``_wind_up``.
+* Not modelled: the colossus beam's 0.25 s damage delay, the zealot's second blade 0.28 s after the first
+  (both land at once), the spine crawler's short-range tentacle (its long one is used at every range).
 * Baneling: 20 damage (+15 vs Light) to every hostile ground unit whose edge is within 2.2 of its centre
   (``VolatileBurstU``); it dies when it attacks (reach 0.25). Its damage to structures is not modelled.
 * Colossus: 20 × 2 (``ThermalLancesMU`` at the end of each of two sweeps) with a line splash: every
@@ -71,13 +78,22 @@ LIGHT, ARMORED, BIO, MECH, MASSIVE, STRUCTURE = 1, 2, 4, 8, 16, 32
     ZERG_REGEN,
     SPLASH,
     CLIFF_WALK,
-) = range(20)
-N_PROPS = 20
+    WIND_UP,
+    RANGE_SLOP,
+    MSL_SPEED,
+    MSL_ACCEL,
+    MSL_MAX_SPEED,
+) = range(25)
+N_PROPS = 25
 
 # columns of the per-env state array S[env, unit, column] (all float64; ids/kinds stored as floats);
-# S_HT: the unit a Medivac healed in the previous loop (-1: no heal running), for the 5-energy start rule
-(S_X, S_Y, S_HP, S_SH, S_EN, S_CD, S_SINCE, S_OK, S_TGT, S_OX, S_OY, S_LA, S_HT) = range(13)
-N_STATE = 13
+# S_HT: the unit a Medivac healed in the previous loop (-1: no heal running), for the 5-energy start rule;
+# S_WU / S_WT: loops left in the wind-up of the attack in progress (0: none) and its target;
+# S_ML / S_MT: loops left before this unit's missile in flight lands (0: none) and its target
+(S_X, S_Y, S_HP, S_SH, S_EN, S_CD, S_SINCE, S_OK, S_TGT, S_OX, S_OY, S_LA, S_HT, S_WU, S_WT, S_ML, S_MT) = (
+    range(17)
+)
+N_STATE = 17
 
 # SPLASH kinds
 SPLASH_NONE, SPLASH_LINE, SPLASH_EXPLODE = 0, 1, 2
@@ -99,9 +115,9 @@ BANE_SPLASH_RADIUS = 2.2
 BEAM_HALF_LENGTH = 1.25
 BEAM_HALF_WIDTH = 0.15
 
-_ROWS: dict[str, dict[str, float]] = {
+_ROWS: dict[str, dict] = {
     "marine": dict(
-        hp=45, attr=LIGHT | BIO, dmg=6, cd=14, rng=5, speed=2.25, radius=0.375, hits_air=1, acquire=5
+        hp=45, attr=LIGHT | BIO, dmg=6, cd=14, wind=1, rng=5, speed=2.25, radius=0.375, hits_air=1, acquire=5
     ),
     "marauder": dict(
         hp=125,
@@ -111,6 +127,7 @@ _ROWS: dict[str, dict[str, float]] = {
         battr=ARMORED,
         bdmg=10,
         cd=24,
+        msl=(0.0, 3200.0, 20.0),
         rng=6,
         speed=2.25,
         radius=0.5625,
@@ -137,6 +154,8 @@ _ROWS: dict[str, dict[str, float]] = {
         battr=ARMORED,
         bdmg=4,
         cd=23,
+        wind=3,
+        msl=(0.0, 3200.0, 18.75),
         rng=6,
         speed=2.953125,
         radius=0.625,
@@ -164,6 +183,8 @@ _ROWS: dict[str, dict[str, float]] = {
         dmg=20,
         hits=2,
         cd=35,
+        wind=1,
+        slop=0.0,
         rng=6,
         speed=2.25,
         radius=1.0,
@@ -176,6 +197,8 @@ _ROWS: dict[str, dict[str, float]] = {
         attr=LIGHT | BIO,
         dmg=12,
         cd=13,
+        wind=3,
+        msl=(40.0, 0.0, 40.0),
         rng=5,
         speed=2.25,
         radius=0.625,
@@ -184,7 +207,16 @@ _ROWS: dict[str, dict[str, float]] = {
         acquire=5,
     ),
     "zergling": dict(
-        hp=35, attr=LIGHT | BIO, dmg=5, cd=11, rng=0.1, speed=2.953125, radius=0.375, zerg=1, acquire=5
+        hp=35,
+        attr=LIGHT | BIO,
+        dmg=5,
+        cd=11,
+        wind=3,
+        rng=0.1,
+        speed=2.953125,
+        radius=0.375,
+        zerg=1,
+        acquire=5,
     ),
     "baneling": dict(
         hp=30,
@@ -208,6 +240,9 @@ _ROWS: dict[str, dict[str, float]] = {
         battr=ARMORED,
         bdmg=5,
         cd=26,
+        wind=5,
+        slop=0.0,
+        msl=(12.0, 140.0, 200.0),
         rng=7,
         speed=0.0,
         radius=0.875,
@@ -241,6 +276,12 @@ def _fill(props: np.ndarray, t: int, r: dict[str, float]) -> None:
     props[t, ZERG_REGEN] = r.get("zerg", 0)
     props[t, SPLASH] = r.get("splash", SPLASH_NONE)
     props[t, CLIFF_WALK] = r.get("cliff", 0)
+    props[t, WIND_UP] = r.get("wind", 0)  # loops: round(DamagePoint x 16)
+    props[t, RANGE_SLOP] = r.get("slop", 1.0)  # Core's CWeapon default 1
+    v0, accel, vmax = r.get("msl", (0.0, 0.0, 0.0))  # game-s units; all 0: not a missile weapon
+    props[t, MSL_SPEED] = v0 / 16.0  # per loop
+    props[t, MSL_ACCEL] = accel / 256.0  # per loop squared
+    props[t, MSL_MAX_SPEED] = vmax / 16.0
 
 
 def _build_props() -> np.ndarray:

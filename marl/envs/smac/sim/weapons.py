@@ -1,0 +1,191 @@
+"""Weapons of the embedded engine: an attack's wind-up, its effect (hits, splash, a missile launch) and
+missiles in flight (Numba; called by ``kernel`` for every unit, ally or enemy).
+
+An attack starts when the target is within weapon reach and the cooldown is 0 (:func:`_start_attack`);
+the weapon's effect comes ``DamagePoint`` loops later (:func:`_wind_up`), and for a missile weapon the
+damage lands when the missile arrives (:func:`_missile`).  Every number comes from the game's Liberty and
+Core catalogs (``unit_data.yaml``); the readings of fields the game documents by name only are stated
+where they are used.
+"""
+
+from __future__ import annotations
+
+import math
+
+from numba import njit
+
+from marl.envs.smac.sim.physics import apply_hit, dist, rand_int, reach, step_toward
+from marl.envs.smac.sim.units import (
+    AIR,
+    BANE_SPLASH_RADIUS,
+    BEAM_HALF_LENGTH,
+    BEAM_HALF_WIDTH,
+    CD_JITTER_HI,
+    CD_JITTER_LO,
+    COOLDOWN,
+    HITS,
+    MSL_ACCEL,
+    MSL_MAX_SPEED,
+    MSL_SPEED,
+    RADIUS,
+    RANGE,
+    RANGE_SLOP,
+    S_CD,
+    S_HP,
+    S_ML,
+    S_MT,
+    S_WT,
+    S_WU,
+    S_X,
+    S_Y,
+    SPEED,
+    SPLASH,
+    SPLASH_EXPLODE,
+    SPLASH_LINE,
+    WIND_UP,
+)
+
+
+@njit(cache=True)
+def _strike(e, a, t, na, props, utype, S):
+    """``a``'s weapon effect on ``t``: the hits (with splash), or the baneling's burst."""
+    ua = utype[a]
+    lo, hi = (na, S.shape[1]) if a < na else (0, na)  # hostile index range
+    kind = int(props[ua, SPLASH])
+    if kind == SPLASH_EXPLODE:
+        for k in range(lo, hi):
+            if (
+                S[e, k, S_HP] > 0.0
+                and props[utype[k], AIR] == 0
+                and dist(e, a, k, S) <= BANE_SPLASH_RADIUS + props[utype[k], RADIUS]
+            ):
+                apply_hit(e, a, k, props, utype, S)
+        S[e, a, S_HP] = 0.0  # the baneling is spent
+        return
+    for _ in range(int(props[ua, HITS])):
+        if kind == SPLASH_LINE:
+            # beam through the target, perpendicular to the line of fire
+            fx = S[e, t, S_X] - S[e, a, S_X]
+            fy = S[e, t, S_Y] - S[e, a, S_Y]
+            fn = math.sqrt(fx * fx + fy * fy) + 1e-9
+            px, py = -fy / fn, fx / fn
+            for k in range(lo, hi):
+                if S[e, k, S_HP] <= 0.0 or props[utype[k], AIR] > 0:
+                    continue
+                rx = S[e, k, S_X] - S[e, t, S_X]
+                ry = S[e, k, S_Y] - S[e, t, S_Y]
+                along = abs(rx * px + ry * py)
+                across = abs(rx * fx + ry * fy) / fn
+                rk = props[utype[k], RADIUS]
+                if k == t or (along <= BEAM_HALF_LENGTH + rk and across <= BEAM_HALF_WIDTH + rk):
+                    apply_hit(e, a, k, props, utype, S)
+        elif S[e, t, S_HP] > 0.0:
+            apply_hit(e, a, t, props, utype, S)
+
+
+@njit(cache=True)
+def flight_loops(d, v0, accel, vmax):
+    """Loops a missile takes to fly ``d`` from speed ``v0``, accelerating by ``accel`` up to ``vmax`` (per
+    loop and per loop squared), rounded up: it lands in the loop it arrives, at least one loop later."""
+    if accel <= 0.0 or v0 >= vmax:
+        t = d / max(v0, vmax)
+    else:
+        t_max = (vmax - v0) / accel  # loops to reach the top speed
+        d_max = v0 * t_max + 0.5 * accel * t_max * t_max
+        if d <= d_max:
+            t = (math.sqrt(v0 * v0 + 2.0 * accel * d) - v0) / accel
+        else:
+            t = t_max + (d - d_max) / vmax
+    return max(1, int(math.ceil(t - 1e-9)))
+
+
+@njit(cache=True)
+def _effect(e, a, t, na, props, utype, S):
+    """The weapon's effect at the end of its wind-up: a missile launch (missile weapons), else the strike.
+
+    A missile weapon's effect is ``CEffectLaunchMissile`` (the game's Liberty EffectData: the stalker's
+    ``ParticleDisruptors``, the marauder's ``PunisherGrenadesLM``, the hydralisk's
+    ``NeedleSpinesLaunchMissile``, the spine crawler's ``ImpalerTentacleLM``); its damage is the launch's
+    ``ImpactEffect``, applied when the missile arrives.  The missile unit's mover (Liberty/Core MoverData)
+    gives its speed; it is a guided (``Guidance``) missile, modelled as flying the edge-to-edge distance at
+    launch.  A missile is a unit of its own (its ``AmmoUnit`` has parent ``MISSILE``), so it flies on if its
+    launcher dies (our reading; no source states it).
+    """
+    ua = utype[a]
+    if props[ua, MSL_MAX_SPEED] > 0.0:
+        d = max(0.0, dist(e, a, t, S) - props[ua, RADIUS] - props[utype[t], RADIUS])
+        S[e, a, S_MT] = t
+        S[e, a, S_ML] = flight_loops(d, props[ua, MSL_SPEED], props[ua, MSL_ACCEL], props[ua, MSL_MAX_SPEED])
+    else:
+        _strike(e, a, t, na, props, utype, S)
+
+
+@njit(cache=True)
+def _start_attack(e, a, t, na, props, utype, S, rng):
+    """``a`` begins an attack on ``t``: its cooldown starts (``Period`` with the jitter in [-1, +2] loops,
+    the game's ``RandomDelayMin``/``Max``, see ``units``) and its wind-up runs ``DamagePoint`` loops
+    (Liberty WeaponData) before the effect; with no wind-up the effect comes at once.
+
+    Sources: X gives every weapon's ``Period`` and ``DamagePoint``.  That the period is the time between the
+    starts of two attacks: SC2Pod's "Attack speed" ("how many game seconds the unit must wait between
+    attacks"); that the cooldown starts with the wind-up rather than at the damage: a public third-party
+    simulator of SC2 combat (secondary; no Blizzard source found).
+    """
+    S[e, a, S_CD] = props[utype[a], COOLDOWN] + float(
+        rand_int(rng, e, CD_JITTER_HI - CD_JITTER_LO + 1) + CD_JITTER_LO
+    )
+    wind = props[utype[a], WIND_UP]
+    if wind > 0.0:
+        S[e, a, S_WU] = wind
+        S[e, a, S_WT] = t
+    else:
+        _effect(e, a, t, na, props, utype, S)
+
+
+@njit(cache=True)
+def _wind_up(e, a, na, props, utype, S):
+    """Run one loop of ``a``'s attack in progress; False when it has none (the unit is free to act).
+
+    During the wind-up the unit stands still and takes no new order: legacy weapons may not move while
+    attacking unless they allow it (X: only the baneling's ``VolatileBurst`` sets ``AllowedMovement``
+    ``Moving``; Core's default is none), and Core's ``CWeaponLegacy`` default ``UninterruptibleDuration``
+    32767.9997 reads as "never interrupted" (our reading: the editor gives the field no hint text).  At
+    the damage point the attack is lost if its target has died or stands beyond the weapon's range +
+    ``RangeSlop`` (X: Core's default 1, 0 for the spine crawler and the colossus; the field's meaning is
+    our reading of its name, for which the editor gives no hint text either).
+    """
+    if S[e, a, S_WU] <= 0.0:
+        return False
+    S[e, a, S_WU] -= 1.0
+    if S[e, a, S_WU] <= 0.0:
+        t = int(S[e, a, S_WT])
+        S[e, a, S_WT] = -1.0
+        if (
+            S[e, t, S_HP] > 0.0
+            and dist(e, a, t, S) <= reach(props, utype, a, t, RANGE) + props[utype[a], RANGE_SLOP]
+        ):
+            _effect(e, a, t, na, props, utype, S)
+    return True
+
+
+@njit(cache=True)
+def _missile(e, a, na, props, utype, S):
+    """One loop of ``a``'s missile in flight (if any): it lands on its target when its loops run out (a
+    target that died meanwhile takes nothing)."""
+    if S[e, a, S_ML] <= 0.0:
+        return
+    S[e, a, S_ML] -= 1.0
+    if S[e, a, S_ML] <= 0.0:
+        t = int(S[e, a, S_MT])
+        S[e, a, S_MT] = -1.0
+        if S[e, t, S_HP] > 0.0:
+            _strike(e, a, t, na, props, utype, S)
+
+
+@njit(cache=True)
+def _attack(e, i, t, na, props, utype, grid, nav, S, rng):
+    """Approach ``t`` until within range + both radii, then start an attack when the cooldown allows."""
+    if dist(e, i, t, S) > reach(props, utype, i, t, RANGE):
+        step_toward(e, i, S[e, t, S_X], S[e, t, S_Y], props[utype[i], SPEED], S, props, utype, grid, nav)
+    elif S[e, i, S_CD] <= 0.0:
+        _start_attack(e, i, t, na, props, utype, S, rng)

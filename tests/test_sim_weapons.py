@@ -1,0 +1,160 @@
+"""Weapons of the embedded engine, loop by loop: the wind-up before a weapon's effect (``DamagePoint``), the
+attack lost beyond range + ``RangeSlop``, missiles that land after their flight time (also after their
+launcher died), and the cooldown that starts with the attack (marl/envs/smac/sim/weapons.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from marl.envs.smac.sim import units as U
+from marl.envs.smac.sim.kernel import _ally_act, _enemy_act
+from marl.envs.smac.sim.physics import nav_table, reach
+from marl.envs.smac.sim.weapons import _missile, _start_attack, _wind_up, flight_loops
+
+GRID = np.ones((32, 32), dtype=np.bool_)
+NAV = nav_table(GRID)
+
+
+def duel(ally: str, enemy: str, gap: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One env: ``ally`` (unit 0) and ``enemy`` (unit 1) facing each other, ``gap`` apart edge to edge."""
+    utype = np.concatenate([U.type_ids((ally,)), U.type_ids((enemy,), enemy=True)])
+    S = np.zeros((1, 2, U.N_STATE))
+    for i, t in enumerate(utype):
+        S[0, i, U.S_HP], S[0, i, U.S_SH] = U.PROPS[t, U.HP], U.PROPS[t, U.SHIELD]
+        S[0, i, [U.S_TGT, U.S_LA, U.S_HT, U.S_WT, U.S_MT]] = -1
+    S[0, 0, U.S_X] = 20.0
+    S[0, 1, U.S_X] = 20.0 + U.PROPS[utype[0], U.RADIUS] + U.PROPS[utype[1], U.RADIUS] + gap
+    S[0, :, U.S_Y] = 10.0
+    return S, utype, np.array([7], dtype=np.uint64)
+
+
+def loops_until_hit(S, utype, rng, attacker=0, target=1, limit=40) -> int:
+    """Start ``attacker``'s attack, then run its wind-up and missile loop by loop; the loop of the first
+    damage to ``target`` (-1: none within ``limit``)."""
+    before = S[0, target, U.S_HP] + S[0, target, U.S_SH]
+    _start_attack(0, attacker, target, 1, U.PROPS, utype, S, rng)
+    for loop in range(limit + 1):
+        if S[0, target, U.S_HP] + S[0, target, U.S_SH] < before:
+            return loop
+        _missile(0, attacker, 1, U.PROPS, utype, S)
+        _wind_up(0, attacker, 1, U.PROPS, utype, S)
+    return -1
+
+
+def table_row(name: str) -> dict:
+    import yaml
+
+    from marl.envs.smac.sim import units
+
+    path = units.__file__.replace("units.py", "unit_data.yaml")
+    with open(path) as f:
+        return yaml.safe_load(f)[name]["liberty"]["weapon"]
+
+
+@pytest.mark.parametrize("name", ["marine", "zealot", "zergling", "colossus", "marauder", "stalker"])
+def test_damage_lands_after_the_wind_up_and_the_flight(name):
+    gap = 1.0 if table_row(name)["range"] >= 1 else 0.05
+    S, utype, rng = duel(name, "marauder", gap)
+    w = table_row(name)
+    wind = round(w["damage_point_s"] * 16)
+    flight = 0
+    if "missile" in w:
+        m = w["missile"]
+        flight = flight_loops(gap, m["speed"] / 16, m["acceleration"] / 256, m["max_speed"] / 16)
+    assert loops_until_hit(S, utype, rng) == wind + flight
+    jitter = S[0, 0, U.S_CD] - U.PROPS[utype[0], U.COOLDOWN]
+    assert U.CD_JITTER_LO <= jitter <= U.CD_JITTER_HI  # the cooldown started with the attack
+
+
+def test_flight_time_is_the_movers_kinematics():
+    # the spine crawler's tentacle: 12 units/game-s, +140 per game-s^2 (up to 200): 7 units in 0.242 game-s
+    t = (math.sqrt(12**2 + 2 * 140 * 7) - 12) / 140
+    assert flight_loops(7.0, 12 / 16, 140 / 256, 200 / 16) == math.ceil(t * 16) == 4
+    assert flight_loops(6.0, 40 / 16, 0.0, 40 / 16) == math.ceil(6 / 40 * 16)  # the hydralisk's: 2.4 -> 3
+    assert flight_loops(0.0, 0.0, 3200 / 256, 18.75 / 16) == 1  # never in the same loop as the launch
+    # the stalker's: at full speed after 0.006 game-s, so close to distance / 18.75
+    assert flight_loops(6.0, 0.0, 3200 / 256, 18.75 / 16) == math.ceil(6 / 18.75 * 16 + 0.05)
+
+
+def test_every_attack_ends_before_the_next_one_can_start():
+    """One slot per unit for the attack in progress and one for its missile suffice: the wind-up plus the
+    flight at the farthest reach is shorter than the shortest cooldown (period - 1 loop of jitter)."""
+    for t in range(U.N_TYPES):
+        p = U.PROPS[t]
+        if p[U.DMG] == 0 or p[U.SPLASH] == U.SPLASH_EXPLODE:  # no weapon (Medivac); the baneling dies
+            continue
+        far = p[U.RANGE] + p[U.RANGE_SLOP] + 0.5  # a target running from the farthest reach
+        flight = (
+            flight_loops(far, p[U.MSL_SPEED], p[U.MSL_ACCEL], p[U.MSL_MAX_SPEED]) if p[U.MSL_MAX_SPEED] else 0
+        )
+        assert p[U.WIND_UP] + flight < p[U.COOLDOWN] + U.CD_JITTER_LO, t
+
+
+def test_an_attack_is_lost_when_its_target_leaves_range_plus_slop_during_the_wind_up():
+    # the spine crawler (RangeSlop 0) begins on a stalker at its range edge, which then steps 0.1 out
+    S, utype, rng = duel("stalker", "spine_crawler", 7.0)
+    _start_attack(0, 1, 0, 1, U.PROPS, utype, S, rng)
+    S[0, 0, U.S_X] -= 0.1
+    for _ in range(30):
+        _wind_up(0, 1, 1, U.PROPS, utype, S)
+        _missile(0, 1, 1, U.PROPS, utype, S)
+    assert S[0, 0, U.S_SH] == 80 and S[0, 1, U.S_CD] > 0  # no damage, and the cooldown is spent
+    # a stalker (RangeSlop 1) still lands a shot on a target 0.9 beyond its range at the damage point
+    S, utype, rng = duel("stalker", "marauder", 6.0)
+    _start_attack(0, 0, 1, 1, U.PROPS, utype, S, rng)
+    S[0, 1, U.S_X] += 0.9
+    for _ in range(30):
+        _wind_up(0, 0, 1, U.PROPS, utype, S)
+        _missile(0, 0, 1, U.PROPS, utype, S)
+    assert S[0, 1, U.S_HP] < 125
+    d = abs(S[0, 1, U.S_X] - S[0, 0, U.S_X])
+    assert reach(U.PROPS, utype, 0, 1, U.RANGE) < d <= reach(U.PROPS, utype, 0, 1, U.RANGE) + 1.0
+
+
+def test_a_missile_in_flight_lands_after_its_launcher_died_but_not_on_a_dead_target():
+    S, utype, rng = duel("stalker", "marauder", 5.0)
+    _start_attack(0, 0, 1, 1, U.PROPS, utype, S, rng)
+    for _ in range(3):  # the wind-up: the missile is launched at its end
+        _wind_up(0, 0, 1, U.PROPS, utype, S)
+    assert S[0, 0, U.S_ML] > 0
+    S[0, 0, U.S_HP] = 0.0  # the stalker dies with its shot in the air
+    for _ in range(10):
+        _missile(0, 0, 1, U.PROPS, utype, S)
+    assert S[0, 1, U.S_HP] == 125 - (10 + 4 - 1)  # 10 (+4 vs Armored) less the marauder's armour 1
+    S, utype, rng = duel("stalker", "marauder", 5.0)
+    _start_attack(0, 0, 1, 1, U.PROPS, utype, S, rng)
+    for _ in range(3):
+        _wind_up(0, 0, 1, U.PROPS, utype, S)
+    S[0, 1, U.S_HP] = 0.0
+    for _ in range(10):
+        _missile(0, 0, 1, U.PROPS, utype, S)
+    assert S[0, 1, U.S_HP] == 0.0 and S[0, 0, U.S_ML] == 0
+
+
+def test_a_unit_winding_up_stands_still_and_keeps_its_new_order_for_later():
+    S, utype, rng = duel("stalker", "zealot", 4.0)
+    S[0, 0, U.S_OK], S[0, 0, U.S_TGT] = 2, 1  # ATTACK the zealot
+    _ally_act(0, 0, 1, U.PROPS, utype, GRID, NAV, S, rng)  # in range, cooldown 0: the attack starts
+    assert S[0, 0, U.S_WU] == U.PROPS[utype[0], U.WIND_UP] == 3
+    S[0, 0, U.S_OK], S[0, 0, U.S_OX], S[0, 0, U.S_OY] = 1, 5.0, 10.0  # MOVE away, given mid-wind-up
+    x0 = S[0, 0, U.S_X]
+    for _ in range(3):
+        _ally_act(0, 0, 1, U.PROPS, utype, GRID, NAV, S, rng)
+        assert S[0, 0, U.S_X] == x0
+    assert S[0, 0, U.S_ML] > 0  # launched at the damage point
+    _ally_act(0, 0, 1, U.PROPS, utype, GRID, NAV, S, rng)
+    assert S[0, 0, U.S_X] < x0  # then the move runs
+
+
+def test_an_enemy_winding_up_does_not_retarget():
+    S, utype, rng = duel("marine", "hydralisk", 3.0)
+    S[0, 1, U.S_OK], S[0, 1, U.S_OX], S[0, 1, U.S_OY] = 4, 20.0, 10.0  # AMOVE toward the marine
+    _enemy_act(0, 1, 1, U.PROPS, utype, GRID, NAV, S, rng)
+    assert S[0, 1, U.S_WU] == 3 and int(S[0, 1, U.S_WT]) == 0
+    S[0, 0, U.S_X] = 60.0  # the marine vanishes from scan range: the attack goes on, and is then lost
+    for _ in range(3):
+        _enemy_act(0, 1, 1, U.PROPS, utype, GRID, NAV, S, rng)
+    assert S[0, 1, U.S_WU] == 0 and S[0, 1, U.S_ML] == 0 and S[0, 0, U.S_HP] == 45
