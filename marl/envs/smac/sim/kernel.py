@@ -60,6 +60,7 @@ from marl.envs.smac.sim.units import (
     S_SH,
     S_SINCE,
     S_TGT,
+    S_WU,
     S_X,
     S_Y,
     SHIELD,
@@ -214,7 +215,8 @@ def _enemy_act(e, i, na, props, utype, grid, nav, S, rng):
     retaliation switch); it matters only to a unit with no target in scan range (see :func:`_acquire`).
     An attack in progress runs to its end first (:func:`_wind_up`).
     """
-    if _wind_up(e, i, na, props, utype, S):
+    if S[e, i, S_WU] > 0.0:
+        _wind_up(e, i, na, props, utype, S)
         return
     if S[e, i, S_OK] == ATTACK:  # an ordered attack (SMACv2's trigger): chase the target until it dies
         t = int(S[e, i, S_TGT])
@@ -246,7 +248,8 @@ def _ally_act(e, i, na, props, utype, grid, nav, S, rng):
     progress has run to its end (:func:`_wind_up`)."""
     k = int(S[e, i, S_OK])
     prev = _end_heal(e, i, S) if props[utype[i], HEALER] > 0 else -1
-    if _wind_up(e, i, na, props, utype, S):
+    if S[e, i, S_WU] > 0.0:
+        _wind_up(e, i, na, props, utype, S)
         return
     if k == MOVE:
         speed = props[utype[i], SPEED]

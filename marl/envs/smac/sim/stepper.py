@@ -137,7 +137,8 @@ def _step_env(e, actions, na, props, utype, grid, nav, enemy_order, S, rng, buf,
             perm[k], perm[j] = perm[j], perm[k]
         for k in range(u):
             i = perm[k]
-            _missile(e, i, na, props, utype, S)  # flies on after its launcher's death
+            if S[e, i, S_ML] > 0.0:  # its missile in flight, which flies on after its launcher's death
+                _missile(e, i, na, props, utype, S)
             if S[e, i, S_HP] <= 0.0:
                 continue
             _regen(e, i, props, utype, S)

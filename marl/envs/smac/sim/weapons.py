@@ -144,7 +144,7 @@ def _start_attack(e, a, t, na, props, utype, S, rng):
 
 @njit(cache=True)
 def _wind_up(e, a, na, props, utype, S):
-    """Run one loop of ``a``'s attack in progress; False when it has none (the unit is free to act).
+    """Run one loop of ``a``'s attack in progress (callers check ``S_WU > 0`` first); False when it has none.
 
     During the wind-up the unit stands still and takes no new order: legacy weapons may not move while
     attacking unless they allow it (X: only the baneling's ``VolatileBurst`` sets ``AllowedMovement``
