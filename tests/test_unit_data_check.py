@@ -139,14 +139,7 @@ def test_the_engine_table_has_every_field_the_check_reads():
     for name in udc.UNIT_IDS:
         w = table[name]["liberty"].get("weapon")
         if w is not None:
-            assert {
-                "id",
-                "range",
-                "period_s",
-                "damage_point_s",
-                "range_slop",
-                "min_scan",
-                "damage",
-                "attacks",
-                "bonuses",
-            } <= set(w)
+            assert set(udc.WEAPON_KEYS) <= set(w)
+            assert "range_slop" in udc.WEAPON_KEYS and "damage_point_s" in udc.WEAPON_KEYS
+            if "missile" in w:
+                assert set(udc.MISSILE_KEYS) <= set(w["missile"])
