@@ -34,7 +34,7 @@ Approximations (documented choices):
   the target dies or stands beyond weapon reach + ``RangeSlop`` when the wind-up ends. A missile weapon's
   effect is a launch: its damage lands when the missile arrives, after the edge-to-edge distance at launch
   flown by the missile's mover (initial ``Speed``, ``Acceleration``, ``MaxSpeed``); a missile in flight
-  hits even if its launcher has died. Readings and sources: ``kernel._start_attack``/``_wind_up``.
+  hits even if its launcher has died. Readings and sources: ``weapons._start_attack``, ``weapons._wind_up``.
 * Not modelled: the colossus beam's 0.25 s damage delay, the zealot's second blade 0.28 s after the first
   (both land at once), the spine crawler's short-range tentacle (its long one is used at every range).
 * Baneling: 20 damage (+15 vs Light) to every hostile ground unit whose edge is within 2.2 of its centre
