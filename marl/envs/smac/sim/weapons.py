@@ -147,9 +147,10 @@ def _wind_up(e, a, na, props, utype, S):
     """Run one loop of ``a``'s attack in progress (callers check ``S_WU > 0`` first); False when it has none.
 
     During the wind-up the unit stands still and takes no new order: legacy weapons may not move while
-    attacking unless they allow it (X: only the baneling's ``VolatileBurst`` sets ``AllowedMovement``
-    ``Moving``; Core's default is none), and Core's ``CWeaponLegacy`` default ``UninterruptibleDuration``
-    32767.9997 reads as "never interrupted" (our reading: the editor gives the field no hint text).  At
+    attacking unless they allow it (X: only the baneling's ``VolatileBurst`` sets ``AllowedMovement`` to
+    ``Moving``; Core's defaults leave it unset), and Core's ``CWeaponLegacy`` default
+    ``UninterruptibleDuration`` 32767.9997 reads as "never interrupted" (our reading: the editor gives the
+    field no hint text).  At
     the damage point the attack is lost if its target has died or stands beyond the weapon's range +
     ``RangeSlop`` (X: Core's default 1, 0 for the spine crawler and the colossus; the field's meaning is
     our reading of its name, for which the editor gives no hint text either).
