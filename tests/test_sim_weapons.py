@@ -5,9 +5,11 @@ launcher died), and the cooldown that starts with the attack (marl/envs/smac/sim
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from marl.envs.smac.sim import units as U
 from marl.envs.smac.sim.kernel import _ally_act, _enemy_act
@@ -16,6 +18,7 @@ from marl.envs.smac.sim.weapons import _missile, _start_attack, _wind_up, flight
 
 GRID = np.ones((32, 32), dtype=np.bool_)
 NAV = nav_table(GRID)
+TABLE = yaml.safe_load((Path(U.__file__).parent / "unit_data.yaml").read_text())
 
 
 def duel(ally: str, enemy: str, gap: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -45,13 +48,8 @@ def loops_until_hit(S, utype, rng, attacker=0, target=1, limit=40) -> int:
 
 
 def table_row(name: str) -> dict:
-    import yaml
-
-    from marl.envs.smac.sim import units
-
-    path = units.__file__.replace("units.py", "unit_data.yaml")
-    with open(path) as f:
-        return yaml.safe_load(f)[name]["liberty"]["weapon"]
+    """The unit's weapon row in ``unit_data.yaml``."""
+    return TABLE[name]["liberty"]["weapon"]
 
 
 @pytest.mark.parametrize("name", ["marine", "zealot", "zergling", "colossus", "marauder", "stalker"])

@@ -144,7 +144,7 @@ def _start_attack(e, a, t, na, props, utype, S, rng):
 
 @njit(cache=True)
 def _wind_up(e, a, na, props, utype, S):
-    """Run one loop of ``a``'s attack in progress (callers check ``S_WU > 0`` first); False when it has none.
+    """Run one loop of ``a``'s attack in progress (callers check ``S_WU > 0``; with none it does nothing).
 
     During the wind-up the unit stands still and takes no new order: legacy weapons may not move while
     attacking unless they allow it (X: only the baneling's ``VolatileBurst`` sets ``AllowedMovement`` to
@@ -156,7 +156,7 @@ def _wind_up(e, a, na, props, utype, S):
     our reading of its name, for which the editor gives no hint text either).
     """
     if S[e, a, S_WU] <= 0.0:
-        return False
+        return
     S[e, a, S_WU] -= 1.0
     if S[e, a, S_WU] <= 0.0:
         t = int(S[e, a, S_WT])
@@ -166,7 +166,6 @@ def _wind_up(e, a, na, props, utype, S):
             and dist(e, a, t, S) <= reach(props, utype, a, t, RANGE) + props[utype[a], RANGE_SLOP]
         ):
             _effect(e, a, t, na, props, utype, S)
-    return True
 
 
 @njit(cache=True)
