@@ -91,6 +91,7 @@ class Trainer:
         self.last = {"test": -math.inf, "log": 0, "save": 0, "hist": 0}
         self.best_metric = -math.inf
         self._closed = self._said_inexact = False
+        self.last_plot = -math.inf  # wall-clock of the last curves.png during the run
         if payload is not None:
             print(f"[resume] {payload['_checkpoint']['path']} (t_env={payload['meta']['t_env']})")
             self._restore(payload)
@@ -318,7 +319,10 @@ class Trainer:
         for k, v in test.items():
             log.log(k, v, self.t_env)
         log.print_table(self.t_env)
-        log.plot()  # the learning-curve PNG stays current during the run
+        now = time.time()  # the curves PNG stays current; drawing it costs ~0.5 s, so not at every test
+        if now - self.last_plot >= cfg.log.plot_interval_s:
+            self.last_plot = now
+            log.plot()
         if cfg.checkpoint.save_best:
             metric = test["test_win_rate"] if self._has_battles() else test["test_return_mean"]
             if metric > self.best_metric:

@@ -202,3 +202,19 @@ def test_checkpoints_export_the_agent_as_a_mindspore_ckpt(tmp_path):
         np.testing.assert_array_equal(value, saved[f"nets/agent.{name}"])
         assert not np.array_equal(value, untrained[name]) or value.std() == 0
     assert (run_dir / "models" / "best" / "agent.ckpt").is_file()
+
+
+@pytest.mark.parametrize(("interval_s", "during_run"), [(0.0, "every test"), (3600.0, "first test only")])
+def test_curves_png_redrawn_at_most_every_plot_interval(tmp_path, monkeypatch, interval_s, during_run):
+    from marl.logging import Logger
+
+    drawn: list[int] = []
+    real_plot = Logger.plot
+    monkeypatch.setattr(Logger, "plot", lambda self: drawn.append(1) or real_plot(self))
+    cfg = _cfg(tmp_path, "qmix", ("run_name=r", "log.test_interval=100", f"log.plot_interval_s={interval_s}"))
+    run_dir = Trainer(cfg).run()
+    n_tests = len(_scalar(run_dir, "test_win_rate"))
+    assert n_tests >= 3
+    # one drawing at the end of the run, plus those at the test phases
+    assert len(drawn) - 1 == (n_tests if during_run == "every test" else 1)
+    assert (run_dir / "curves.png").stat().st_size > 1000

@@ -222,6 +222,7 @@ def check_ranges(cfg: Config) -> None:
         ("log.log_interval", cfg.log.log_interval >= 1, ">= 1 env step"),
         ("log.test_interval", cfg.log.test_interval >= 1, ">= 1 env step"),
         ("log.histogram_interval", cfg.log.histogram_interval >= 1, ">= 1 env step"),
+        ("log.plot_interval_s", cfg.log.plot_interval_s >= 0, ">= 0 seconds (0 = at every test)"),
         ("checkpoint.save_interval", cfg.checkpoint.save_interval >= 0, ">= 0 (0 = only at the end)"),
         (
             "learner.target_update_interval",

@@ -240,6 +240,7 @@ class LogConfig:
     mindinsight: bool = True  # write a MindSpore SummaryRecord for MindInsight
     histogram_interval: int = 50_000  # env steps between Q histograms
     progress: bool = True  # one-line progress bar with ETA
+    plot_interval_s: float = 60.0  # wall-clock seconds between curves.png refreshes in a run (0 = every test)
 
 
 @dataclass(frozen=True)

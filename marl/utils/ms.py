@@ -25,6 +25,7 @@ except ImportError as exc:  # the engine-only install: `pip install .` without t
     ) from exc
 import numpy as np  # noqa: E402
 from mindspore import Parameter, Tensor, mint, nn, ops  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
 
 __all__ = [
     "Parameter",
@@ -43,12 +44,17 @@ __all__ = [
 ]
 
 _THREADS_SET: int | None = None
+_BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
 
 
 def setup(threads: int = 1, seed: int | None = None) -> None:
     """Select the CPU device, set the kernel thread count (once per process) and optionally the seed.
 
     The compiled kernels of :mod:`marl.kernels` use the same count unless ``MARL_KERNEL_THREADS`` is set.
+    NumPy's BLAS is limited to one thread unless the user set ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``
+    or ``OMP_NUM_THREADS``: acting multiplies matrices of a few dozen rows, where a second BLAS thread only
+    synchronises (measured: one 8-env QMIX acting step on 3m took 1.9 ms with two OpenBLAS threads while the
+    other core was busy, 0.17 ms with one; ``benchmarks/results/learn_smac.md``).
 
     ``threads_num`` can be set only once per process in MindSpore; calling ``setup`` again with the same
     value is a no-op, and with a different value keeps the first one and warns.
@@ -60,6 +66,8 @@ def setup(threads: int = 1, seed: int | None = None) -> None:
     if _THREADS_SET is None:
         ms.device_context.cpu.op_tuning.threads_num(int(threads))
         os.environ.setdefault("MARL_KERNEL_THREADS", str(int(threads)))  # marl.kernels: same thread count
+        if not any(os.environ.get(v) for v in _BLAS_THREAD_VARS):
+            threadpool_limits(limits=1, user_api="blas")  # for the rest of the process
         _THREADS_SET = int(threads)
     elif _THREADS_SET != threads:
         warnings.warn(

@@ -1,0 +1,137 @@
+"""The NumPy acting step with NumPy's BLAS on one thread and on two, with the other core idle and busy.
+
+    .venv/bin/python benchmarks/acting_threads.py --out benchmarks/results/acting_threads.md
+
+Every rollout step of a QMIX run calls :class:`marl.controllers.numpy_actor.NumpyRNNAgent` once for all
+envs' agents (8 envs × N agents rows). The matrices are a few dozen rows, so a second BLAS thread has little
+to share and must be woken and joined at every product; when the other core is busy (a second run of a
+sweep, a learner thread, anything else) that hand-off waits for the scheduler. This measures the step at
+SMAC 3m, 8m and 27m_vs_30m sizes under the four combinations, alternating, in one process; "busy" runs a
+pure-Python spin loop in a second process for the duration of the cell. It is the measurement behind
+``marl.utils.ms.setup`` putting BLAS on one thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import multiprocessing as mp
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_info, threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from marl.controllers.numpy_actor import NumpyRNNAgent  # noqa: E402
+
+# map: (agents, obs size, actions), as the envs' get_env_info() gives them
+SIZES = {"3m": (3, 30, 9), "8m": (8, 80, 14), "27m_vs_30m": (27, 285, 36)}
+
+
+def _spin(stop: mp.Event) -> None:
+    while not stop.is_set():
+        sum(range(1000))
+
+
+def _agent(n: int, obs: int, acts: int, hidden: int, rng: np.random.Generator) -> NumpyRNNAgent:
+    i = obs + acts + n  # obs, last action, agent id (the default QMIX agent inputs)
+    shapes = {
+        "fc1.weight": (hidden, i),
+        "fc1.bias": (hidden,),
+        "rnn.weight_ih": (3 * hidden, hidden),
+        "rnn.weight_hh": (3 * hidden, hidden),
+        "rnn.bias_ih": (3 * hidden,),
+        "rnn.bias_hh": (3 * hidden,),
+        "fc2.weight": (acts, hidden),
+        "fc2.bias": (acts,),
+    }
+    return NumpyRNNAgent({k: rng.normal(0, 0.1, s) for k, s in shapes.items()})
+
+
+def _time_step(agent: NumpyRNNAgent, rows: int, inputs: int, reps: int, threads: int) -> float:
+    """Median microseconds of one step over ``reps`` calls, in blocks of 50."""
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(rows, inputs)).astype(np.float32)
+    h = np.zeros((rows, agent.hidden_dim), np.float32)
+    blocks = []
+    with threadpool_limits(limits=threads, user_api="blas"):
+        for _ in range(20):
+            agent.step(x, h)
+        for _ in range(max(1, reps // 50)):
+            t = time.perf_counter()
+            for _ in range(50):
+                agent.step(x, h)
+            blocks.append((time.perf_counter() - t) / 50 * 1e6)
+    return float(np.median(blocks))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Time every (map, other core, BLAS threads) cell and write a Markdown table."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--maps", nargs="+", default=list(SIZES), choices=list(SIZES))
+    ap.add_argument("--envs", type=int, default=8, help="envs per acting step (default 8, QMIX's runner)")
+    ap.add_argument("--reps", type=int, default=2000, help="calls per cell (default 2000)")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds; the median is reported")
+    ap.add_argument("--out", type=Path, default=None, help="Markdown file to append to (default: print)")
+    args = ap.parse_args(argv)
+    blas = [p for p in threadpool_info() if p["user_api"] == "blas"]
+    load0 = os.getloadavg()
+    rng = np.random.default_rng(0)
+    rows = []
+    for name in args.maps:
+        n, obs, acts = SIZES[name]
+        agent = _agent(n, obs, acts, 64, rng)
+        cells: dict[tuple[str, int], list[float]] = {}
+        for _ in range(args.rounds):
+            for other in ("idle", "busy"):
+                stop = mp.Event()
+                spinner = mp.Process(target=_spin, args=(stop,), daemon=True) if other == "busy" else None
+                if spinner is not None:
+                    spinner.start()
+                    time.sleep(0.2)
+                for threads in (1, 2):
+                    us = _time_step(agent, args.envs * n, obs + acts + n, args.reps, threads)
+                    cells.setdefault((other, threads), []).append(us)
+                if spinner is not None:
+                    stop.set()
+                    spinner.join()
+        for other in ("idle", "busy"):
+            one, two = (float(np.median(cells[(other, t)])) for t in (1, 2))
+            rows.append(f"| {name} | {args.envs * n} | {other} | {one:.0f} | {two:.0f} | {two / one:.2f}x |")
+    lines = [
+        f"## {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
+        "",
+        f"- command: `{' '.join([Path(sys.executable).name, *sys.argv])}`",
+        f"- machine: {platform.processor() or platform.machine()}, nproc {os.cpu_count()}; Python "
+        f"{platform.python_version()}, NumPy {np.__version__}, BLAS: "
+        + ", ".join(f"{p.get('internal_api')} {p.get('version')} ({p.get('architecture')})" for p in blas),
+        f"- load average before: {' '.join(f'{x:.2f}' for x in load0)}; after: "
+        + " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        f"- median of {args.rounds} alternating rounds of {args.reps} calls; 'busy': a spin loop in a second "
+        "process",
+        "",
+        "| map | rows | other core | 1 BLAS thread µs/step | 2 BLAS threads µs/step | 2 vs 1 |",
+        "|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
+    text = "\n".join(lines)
+    if args.out is None:
+        print(text)
+    else:
+        new = not args.out.exists()
+        with args.out.open("a") as f:
+            if new:
+                f.write("# The NumPy acting step: BLAS threads, other core idle or busy\n\n")
+                f.write("Written by `benchmarks/acting_threads.py`; see its docstring.\n\n")
+            f.write(text + "\n")
+        print(text)
+
+
+if __name__ == "__main__":
+    main()

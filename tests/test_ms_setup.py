@@ -1,0 +1,44 @@
+"""``marl.utils.ms.setup``: NumPy's BLAS on one thread for acting, unless the user chose a count."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PROBE = (
+    "import json; from threadpoolctl import threadpool_info; from marl.utils import ms as msu; "
+    "before = [p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas']; "
+    "msu.setup(threads=1); "
+    "after = [p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas']; "
+    "print(json.dumps([before, after]))"
+)
+VARS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+def _blas_threads(**env_vars: str) -> tuple[list[int], list[int]]:
+    env = {k: v for k, v in os.environ.items() if k not in VARS}
+    env.update(env_vars, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    before, after = json.loads(out.stdout.strip().splitlines()[-1])
+    return before, after
+
+
+def test_setup_puts_blas_on_one_thread():
+    before, after = _blas_threads()
+    if not before:
+        pytest.skip("this NumPy reports no BLAS thread pool")
+    assert after == [1] * len(before)
+
+
+def test_setup_keeps_a_thread_count_the_user_set():
+    before, after = _blas_threads(OPENBLAS_NUM_THREADS="2")
+    if not before:
+        pytest.skip("this NumPy reports no BLAS thread pool")
+    assert after == before  # left as the user's variable made it
