@@ -1,14 +1,19 @@
-"""The NumPy acting step with NumPy's BLAS on one thread and on two, with the other core idle and busy.
+"""The NumPy acting step with NumPy's BLAS on one thread and on two, the other core idle, busy or a twin.
 
     .venv/bin/python benchmarks/acting_threads.py --out benchmarks/results/acting_threads.md
 
 Every rollout step of a QMIX run calls :class:`marl.controllers.numpy_actor.NumpyRNNAgent` once for all
 envs' agents (8 envs × N agents rows). The matrices are a few dozen rows, so a second BLAS thread has little
-to share and must be woken and joined at every product; when the other core is busy (a second run of a
-sweep, a learner thread, anything else) that hand-off waits for the scheduler. This measures the step at
-SMAC 3m, 8m and 27m_vs_30m sizes under the four combinations, alternating, in one process; "busy" runs a
-pure-Python spin loop in a second process for the duration of the cell. It is the measurement behind
-``marl.utils.ms.setup`` putting BLAS on one thread.
+to share and must be woken and joined at every product. This times the step at SMAC 3m, 8m and 27m_vs_30m
+sizes, alternating, with the other core:
+
+- ``idle``: nothing else runs;
+- ``spin``: a pure-Python loop runs in a second process;
+- ``twin``: a second process runs the same acting loop with the same BLAS thread count, as two runs of a
+  sweep do side by side on a 2-core machine (OpenBLAS's idle workers wait by spinning, so two processes
+  with two BLAS threads each take turns on the cores).
+
+It is the measurement behind ``marl.utils.ms.setup`` putting BLAS on one thread.
 """
 
 from __future__ import annotations
@@ -31,11 +36,22 @@ from marl.controllers.numpy_actor import NumpyRNNAgent  # noqa: E402
 
 # map: (agents, obs size, actions), as the envs' get_env_info() gives them
 SIZES = {"3m": (3, 30, 9), "8m": (8, 80, 14), "27m_vs_30m": (27, 285, 36)}
+OTHERS = ("idle", "spin", "twin")  # what the other core does (see the module docstring)
 
 
-def _spin(stop: mp.Event) -> None:
-    while not stop.is_set():
-        sum(range(1000))
+def _other(stop: mp.Event, mode: str, name: str, threads: int) -> None:
+    """The second process: a Python spin loop, or the same acting loop as the timed one."""
+    if mode == "spin":
+        while not stop.is_set():
+            sum(range(1000))
+        return
+    n, obs, acts = SIZES[name]
+    agent = _agent(n, obs, acts, 64, np.random.default_rng(2))
+    x = np.ones((8 * n, obs + acts + n), np.float32)
+    h = np.zeros((8 * n, 64), np.float32)
+    with threadpool_limits(limits=threads, user_api="blas"):
+        while not stop.is_set():
+            agent.step(x, h)
 
 
 def _agent(n: int, obs: int, acts: int, hidden: int, rng: np.random.Generator) -> NumpyRNNAgent:
@@ -88,19 +104,20 @@ def main(argv: list[str] | None = None) -> None:
         agent = _agent(n, obs, acts, 64, rng)
         cells: dict[tuple[str, int], list[float]] = {}
         for _ in range(args.rounds):
-            for other in ("idle", "busy"):
-                stop = mp.Event()
-                spinner = mp.Process(target=_spin, args=(stop,), daemon=True) if other == "busy" else None
-                if spinner is not None:
-                    spinner.start()
-                    time.sleep(0.2)
+            for other in OTHERS:
                 for threads in (1, 2):
+                    stop = mp.Event()
+                    helper = None
+                    if other != "idle":
+                        helper = mp.Process(target=_other, args=(stop, other, name, threads), daemon=True)
+                        helper.start()
+                        time.sleep(0.5)
                     us = _time_step(agent, args.envs * n, obs + acts + n, args.reps, threads)
                     cells.setdefault((other, threads), []).append(us)
-                if spinner is not None:
-                    stop.set()
-                    spinner.join()
-        for other in ("idle", "busy"):
+                    if helper is not None:
+                        stop.set()
+                        helper.join()
+        for other in OTHERS:
             one, two = (float(np.median(cells[(other, t)])) for t in (1, 2))
             rows.append(f"| {name} | {args.envs * n} | {other} | {one:.0f} | {two:.0f} | {two / one:.2f}x |")
     lines = [
@@ -112,8 +129,8 @@ def main(argv: list[str] | None = None) -> None:
         + ", ".join(f"{p.get('internal_api')} {p.get('version')} ({p.get('architecture')})" for p in blas),
         f"- load average before: {' '.join(f'{x:.2f}' for x in load0)}; after: "
         + " ".join(f"{x:.2f}" for x in os.getloadavg()),
-        f"- median of {args.rounds} alternating rounds of {args.reps} calls; 'busy': a spin loop in a second "
-        "process",
+        f"- median of {args.rounds} alternating rounds of {args.reps} calls; other core: 'spin' a Python "
+        "loop in a second process, 'twin' a second process acting the same way with the same BLAS threads",
         "",
         "| map | rows | other core | 1 BLAS thread µs/step | 2 BLAS threads µs/step | 2 vs 1 |",
         "|---|---|---|---|---|---|",
@@ -127,7 +144,7 @@ def main(argv: list[str] | None = None) -> None:
         new = not args.out.exists()
         with args.out.open("a") as f:
             if new:
-                f.write("# The NumPy acting step: BLAS threads, other core idle or busy\n\n")
+                f.write("# The NumPy acting step: BLAS threads, the other core idle, spinning or a twin\n\n")
                 f.write("Written by `benchmarks/acting_threads.py`; see its docstring.\n\n")
             f.write(text + "\n")
         print(text)

@@ -200,7 +200,9 @@ def sweep_main(argv: Sequence[str] | None = None) -> tuple[Path, list[RunResult]
         raise SystemExit("--seeds must be >= 1 and --cpus-per-run > 0")
     out = Path(args.out or Path("results") / f"sweep_{args.alg}_{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     seeds = list(range(args.seed_start, args.seed_start + args.seeds))
-    runs = plan(args.alg, args.maps, seeds, out, args.env, args.overrides)
+    # each run's learner on its share of the cores (a later ms_threads=... of the user's wins)
+    share = [f"ms_threads={max(1, int(args.cpus_per_run))}"]
+    runs = plan(args.alg, args.maps, seeds, out, args.env, [*share, *args.overrides])
     record = merge_plan(out, plan_record(args))
     out.mkdir(parents=True, exist_ok=True)
     (out / PLAN_FILE).write_text(json.dumps(record, indent=1), encoding="utf-8")

@@ -123,6 +123,7 @@ def _usage_error(capsys, argv: list[str]) -> str:
         (["log.log_interval=-5"], "log.log_interval must be >= 1"),
         (["checkpoint.save_interval=-1"], "checkpoint.save_interval must be >= 0"),
         (["log.plot_interval_s=-1"], "log.plot_interval_s must be >= 0 seconds"),
+        (["ms_threads=-2"], "ms_threads must be >= 0 (0 = every core this process may use)"),
         (["learner.lr=inf"], "learner.lr must be > 0 and finite"),
         (["learner.lr=nan"], "learner.lr must be > 0 and finite"),
         (["learner.on_nonfinite=maybe"], "'stop' or 'skip'"),

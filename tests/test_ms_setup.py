@@ -1,4 +1,4 @@
-"""``marl.utils.ms.setup``: NumPy's BLAS on one thread for acting, unless the user chose a count."""
+"""``marl.utils.ms.setup``: MindSpore's thread count (0 = every usable core); NumPy's BLAS on one thread."""
 
 from __future__ import annotations
 
@@ -42,3 +42,24 @@ def test_setup_keeps_a_thread_count_the_user_set():
     if not before:
         pytest.skip("this NumPy reports no BLAS thread pool")
     assert after == before  # left as the user's variable made it
+
+
+def test_zero_threads_means_every_usable_core():
+    code = (
+        "import os; from marl.utils import ms as msu; msu.setup(threads=0); "
+        "print(msu._THREADS_SET, os.environ['MARL_KERNEL_THREADS'], msu.usable_cores(), "
+        "len(os.sched_getaffinity(0)))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "MARL_KERNEL_THREADS"}
+    env["PYTHONPATH"] = str(ROOT)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    set_, kernel, usable, affinity = map(int, out.stdout.split()[-4:])
+    assert set_ == kernel == usable == affinity
+
+
+def test_a_negative_thread_count_is_refused():
+    from marl.utils import ms as msu
+
+    with pytest.raises(ValueError, match="threads must be an int >= 0"):
+        msu.setup(threads=-1)

@@ -102,6 +102,7 @@ def test_two_maps_two_seeds_sweep(tmp_path, capsys):
         run_dir = out / f"qmix_{r.map_name}_seed{r.seed}"
         assert (run_dir / "log.jsonl").is_file() and (run_dir / "config.yaml").is_file()
         assert f"seed: {r.seed}" in (run_dir / "config.yaml").read_text()
+        assert "ms_threads: 1" in (run_dir / "config.yaml").read_text()  # its share: 1 of the 2 CPUs
         assert r.curve and 0.0 <= r.final <= 1.0 and r.curve[-1][0] >= 60
     # each run reserved 1 of the 2 CPUs: never more than two ran at once
     for r in results:

@@ -229,7 +229,7 @@ def check_ranges(cfg: Config) -> None:
             not has("target_update_interval") or lc.target_update_interval >= 1,
             ">= 1 episode",
         ),
-        ("ms_threads", cfg.ms_threads >= 1, ">= 1"),
+        ("ms_threads", cfg.ms_threads >= 0, ">= 0 (0 = every core this process may use)"),
     ]
     for key, ok, allowed in checks:
         if not ok:

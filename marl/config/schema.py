@@ -262,7 +262,7 @@ class Config:
     t_max: int = 2_050_000  # env steps to train
     results_dir: str = "results"
     run_name: str = ""  # default: <alg>_<map>_seed<seed>_<timestamp>
-    ms_threads: int = 1  # MindSpore CPU kernel threads (1 or 2 on a 2-core machine)
+    ms_threads: int = 0  # MindSpore CPU threads; 0 = every core this process may use (a sweep: its share)
     env: EnvConfig = field(default_factory=EnvConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
     # None where the learner family does not read the section (BaseLearnerConfig.sections): no mixer, or

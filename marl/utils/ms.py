@@ -41,27 +41,42 @@ __all__ = [
     "save_ms_checkpoint",
     "setup",
     "to_tensor",
+    "usable_cores",
 ]
 
 _THREADS_SET: int | None = None
 _BLAS_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity; ``os.cpu_count()`` where that is unknown)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def setup(threads: int = 1, seed: int | None = None) -> None:
     """Select the CPU device, set the kernel thread count (once per process) and optionally the seed.
 
+    ``threads=0`` means :func:`usable_cores` (the config's default, ``ms_threads: 0``): a lone run has the
+    machine to itself, and acting and learning alternate, so the learner may use every core (QMIX 3m on a
+    2-core machine: 2.45 instead of 2.72 min to solve, median of 3 seeds, ``learn_smac.md``). A sweep
+    passes each run its share (``--cpus-per-run``).
+
     The compiled kernels of :mod:`marl.kernels` use the same count unless ``MARL_KERNEL_THREADS`` is set.
     NumPy's BLAS is limited to one thread unless the user set ``OPENBLAS_NUM_THREADS``, ``MKL_NUM_THREADS``
-    or ``OMP_NUM_THREADS``: acting multiplies matrices of a few dozen rows, where a second BLAS thread only
-    synchronises (measured: one 8-env QMIX acting step on 3m took 1.9 ms with two OpenBLAS threads while the
-    other core was busy, 0.17 ms with one; ``benchmarks/results/learn_smac.md``).
+    or ``OMP_NUM_THREADS``: acting multiplies matrices of a few dozen rows, where a second BLAS thread gains
+    nothing on an idle machine and costs 1.4-2.1x beside a second run doing the same
+    (``benchmarks/results/acting_threads.md``).
 
     ``threads_num`` can be set only once per process in MindSpore; calling ``setup`` again with the same
-    value is a no-op, and with a different value keeps the first one and warns.
+    value (or 0) is a no-op, and with a different value keeps the first one and warns.
     """
     global _THREADS_SET
-    if not isinstance(threads, (int, np.integer)) or threads < 1:
-        raise ValueError(f"threads must be a positive int, got {threads!r}")
+    if not isinstance(threads, (int, np.integer)) or threads < 0:
+        raise ValueError(f"threads must be an int >= 0 (0 = every usable core), got {threads!r}")
+    asked, threads = int(threads), int(threads) or usable_cores()
     ms.set_device("CPU")
     if _THREADS_SET is None:
         ms.device_context.cpu.op_tuning.threads_num(int(threads))
@@ -69,7 +84,7 @@ def setup(threads: int = 1, seed: int | None = None) -> None:
         if not any(os.environ.get(v) for v in _BLAS_THREAD_VARS):
             threadpool_limits(limits=1, user_api="blas")  # for the rest of the process
         _THREADS_SET = int(threads)
-    elif _THREADS_SET != threads:
+    elif _THREADS_SET != threads and asked:  # "every usable core" accepts the count already set
         warnings.warn(
             f"MindSpore threads_num is already {_THREADS_SET} and cannot be changed in this process "
             f"(asked for {threads}); keeping {_THREADS_SET}.",
