@@ -30,7 +30,7 @@ train: kernels
 test: kernels
 	$(PY) -m ruff check marl scripts tests benchmarks
 	$(PY) -m ruff format --check marl scripts tests benchmarks
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 
 test-fast: kernels
 	$(PY) -m pytest -q -m "not slow"
