@@ -90,6 +90,8 @@ def test_two_maps_two_seeds_sweep(tmp_path, capsys):
         "--out",
         str(out),
         *LOCAL_RAY,
+        "--reps",
+        "50",  # bootstrap resamples of the report: its statistics are tested elsewhere
         *TINY,
     ]
     path, results = sweep_main(argv)
@@ -163,7 +165,19 @@ def test_sweep_resumes_after_an_interruption(tmp_path):
 
     ray = _fresh_ray()
     out = tmp_path / "sweep"
-    common = ["--env", "fake", "--seeds", "1", "--out", str(out), *LOCAL_RAY, "--no-absolute", *TINY]
+    common = [
+        "--env",
+        "fake",
+        "--seeds",
+        "1",
+        "--out",
+        str(out),
+        *LOCAL_RAY,
+        "--no-absolute",
+        "--reps",
+        "50",
+        *TINY,
+    ]
     sweep_main(["--maps", "m1", *common])  # m1 finished before the interruption
     m1_log = (out / "qmix_m1_seed0" / "log.jsonl").read_bytes()
     assert (out / "qmix_m1_seed0" / "result.json").is_file()
@@ -196,7 +210,7 @@ def test_sweep_resumes_after_an_interruption(tmp_path):
     assert json.loads((out / "sweep.json").read_text())["maps"] == ["m1", "m2", "m3"]
 
     stamps = {r.map_name: (out / f"qmix_{r.map_name}_seed0" / "log.jsonl").stat().st_mtime for r in results}
-    _, again = sweep_main(["--resume", str(out), *LOCAL_RAY, "--no-absolute"])
+    _, again = sweep_main(["--resume", str(out), *LOCAL_RAY, "--no-absolute", "--reps", "50"])
     assert [(r.map_name, r.final) for r in again] == [(r.map_name, r.final) for r in results]
     assert stamps == {m: (out / f"qmix_{m}_seed0" / "log.jsonl").stat().st_mtime for m in stamps}
 
