@@ -39,7 +39,7 @@ SIZES = {"3m": (3, 30, 9), "8m": (8, 80, 14), "27m_vs_30m": (27, 285, 36)}
 OTHERS = ("idle", "spin", "twin")  # what the other core does (see the module docstring)
 
 
-def _other(stop: mp.Event, mode: str, name: str, threads: int) -> None:
+def _other(stop: mp.Event, mode: str, name: str, threads: int, envs: int) -> None:
     """The second process: a Python spin loop, or the same acting loop as the timed one."""
     if mode == "spin":
         while not stop.is_set():
@@ -47,8 +47,8 @@ def _other(stop: mp.Event, mode: str, name: str, threads: int) -> None:
         return
     n, obs, acts = SIZES[name]
     agent = _agent(n, obs, acts, 64, np.random.default_rng(2))
-    x = np.ones((8 * n, obs + acts + n), np.float32)
-    h = np.zeros((8 * n, 64), np.float32)
+    x = np.ones((envs * n, obs + acts + n), np.float32)
+    h = np.zeros((envs * n, 64), np.float32)
     with threadpool_limits(limits=threads, user_api="blas"):
         while not stop.is_set():
             agent.step(x, h)
@@ -109,7 +109,8 @@ def main(argv: list[str] | None = None) -> None:
                     stop = mp.Event()
                     helper = None
                     if other != "idle":
-                        helper = mp.Process(target=_other, args=(stop, other, name, threads), daemon=True)
+                        job = (stop, other, name, threads, args.envs)
+                        helper = mp.Process(target=_other, args=job, daemon=True)
                         helper.start()
                         time.sleep(0.5)
                     us = _time_step(agent, args.envs * n, obs + acts + n, args.reps, threads)
