@@ -63,3 +63,15 @@ def test_a_negative_thread_count_is_refused():
 
     with pytest.raises(ValueError, match="threads must be an int >= 0"):
         msu.setup(threads=-1)
+
+
+def test_without_threadpoolctl_setup_says_so_and_runs_on():
+    code = (
+        "import sys; sys.modules['threadpoolctl'] = None; from marl.utils import ms as msu; "
+        "msu.setup(threads=1); print('set', msu._THREADS_SET)"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in VARS}
+    env["PYTHONPATH"] = str(ROOT)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "threadpoolctl is not installed" in out.stdout and "set 1" in out.stdout

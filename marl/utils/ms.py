@@ -25,7 +25,11 @@ except ImportError as exc:  # the engine-only install: `pip install .` without t
     ) from exc
 import numpy as np  # noqa: E402
 from mindspore import Parameter, Tensor, mint, nn, ops  # noqa: E402
-from threadpoolctl import threadpool_limits  # noqa: E402
+
+try:
+    from threadpoolctl import threadpool_limits  # noqa: E402  (the "train" extra)
+except ImportError:  # a venv made before the dependency: keep running, BLAS keeps its own thread count
+    threadpool_limits = None
 
 __all__ = [
     "Parameter",
@@ -81,7 +85,12 @@ def setup(threads: int = 1, seed: int | None = None) -> None:
     if _THREADS_SET is None:
         ms.device_context.cpu.op_tuning.threads_num(int(threads))
         os.environ.setdefault("MARL_KERNEL_THREADS", str(int(threads)))  # marl.kernels: same thread count
-        if not any(os.environ.get(v) for v in _BLAS_THREAD_VARS):
+        if threadpool_limits is None:
+            print(
+                "marl: threadpoolctl is not installed, so NumPy's BLAS keeps its own thread count "
+                "(pip install threadpoolctl, or `make` in a clone)"
+            )
+        elif not any(os.environ.get(v) for v in _BLAS_THREAD_VARS):
             threadpool_limits(limits=1, user_api="blas")  # for the rest of the process
         _THREADS_SET = int(threads)
     elif _THREADS_SET != threads and asked:  # "every usable core" accepts the count already set
