@@ -31,31 +31,35 @@ import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from qmix_workload import map_info  # noqa: E402
+
+from marl.config.schema import AgentConfig  # noqa: E402
+from marl.controllers import input_dim  # noqa: E402
 from marl.controllers.numpy_actor import NumpyRNNAgent  # noqa: E402
 
-# map: (agents, obs size, actions), as the envs' get_env_info() gives them
-SIZES = {"3m": (3, 30, 9), "8m": (8, 80, 14), "27m_vs_30m": (27, 285, 36)}
+MAPS = ("3m", "8m", "27m_vs_30m")
+HIDDEN = AgentConfig().hidden_dim
 OTHERS = ("idle", "spin", "twin")  # what the other core does (see the module docstring)
 
 
-def _other(stop: mp.Event, mode: str, name: str, threads: int, envs: int) -> None:
+def _other(stop: mp.Event, mode: str, rows: int, inputs: int, acts: int, threads: int) -> None:
     """The second process: a Python spin loop, or the same acting loop as the timed one."""
     if mode == "spin":
         while not stop.is_set():
             sum(range(1000))
         return
-    n, obs, acts = SIZES[name]
-    agent = _agent(n, obs, acts, 64, np.random.default_rng(2))
-    x = np.ones((envs * n, obs + acts + n), np.float32)
-    h = np.zeros((envs * n, 64), np.float32)
+    agent = _agent(inputs, acts, np.random.default_rng(2))
+    x = np.ones((rows, inputs), np.float32)
+    h = np.zeros((rows, HIDDEN), np.float32)
     with threadpool_limits(limits=threads, user_api="blas"):
         while not stop.is_set():
             agent.step(x, h)
 
 
-def _agent(n: int, obs: int, acts: int, hidden: int, rng: np.random.Generator) -> NumpyRNNAgent:
-    i = obs + acts + n  # obs, last action, agent id (the default QMIX agent inputs)
+def _agent(i: int, acts: int, rng: np.random.Generator, hidden: int = HIDDEN) -> NumpyRNNAgent:
+    """The acting agent with random weights: ``i`` inputs, ``acts`` Q-values."""
     shapes = {
         "fc1.weight": (hidden, i),
         "fc1.bias": (hidden,),
@@ -89,7 +93,7 @@ def _time_step(agent: NumpyRNNAgent, rows: int, inputs: int, reps: int, threads:
 def main(argv: list[str] | None = None) -> None:
     """Time every (map, other core, BLAS threads) cell and write a Markdown table."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--maps", nargs="+", default=list(SIZES), choices=list(SIZES))
+    ap.add_argument("--maps", nargs="+", default=list(MAPS), help="SMAC maps (sizes from the map data)")
     ap.add_argument("--envs", type=int, default=8, help="envs per acting step (default 8, QMIX's runner)")
     ap.add_argument("--reps", type=int, default=2000, help="calls per cell (default 2000)")
     ap.add_argument("--rounds", type=int, default=3, help="alternating rounds; the median is reported")
@@ -100,8 +104,9 @@ def main(argv: list[str] | None = None) -> None:
     rng = np.random.default_rng(0)
     rows = []
     for name in args.maps:
-        n, obs, acts = SIZES[name]
-        agent = _agent(n, obs, acts, 64, rng)
+        info = map_info(name)
+        n_rows, inputs, acts = args.envs * info.n_agents, input_dim(info, AgentConfig()), info.n_actions
+        agent = _agent(inputs, acts, rng)
         cells: dict[tuple[str, int], list[float]] = {}
         for _ in range(args.rounds):
             for other in OTHERS:
@@ -109,18 +114,18 @@ def main(argv: list[str] | None = None) -> None:
                     stop = mp.Event()
                     helper = None
                     if other != "idle":
-                        job = (stop, other, name, threads, args.envs)
+                        job = (stop, other, n_rows, inputs, acts, threads)
                         helper = mp.Process(target=_other, args=job, daemon=True)
                         helper.start()
                         time.sleep(0.5)
-                    us = _time_step(agent, args.envs * n, obs + acts + n, args.reps, threads)
+                    us = _time_step(agent, n_rows, inputs, args.reps, threads)
                     cells.setdefault((other, threads), []).append(us)
                     if helper is not None:
                         stop.set()
                         helper.join()
         for other in OTHERS:
             one, two = (float(np.median(cells[(other, t)])) for t in (1, 2))
-            rows.append(f"| {name} | {args.envs * n} | {other} | {one:.0f} | {two:.0f} | {two / one:.2f}x |")
+            rows.append(f"| {name} | {n_rows} | {other} | {one:.0f} | {two:.0f} | {two / one:.2f}x |")
     lines = [
         f"## {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
         "",

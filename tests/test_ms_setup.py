@@ -21,12 +21,17 @@ PROBE = (
 VARS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
 
 
-def _blas_threads(**env_vars: str) -> tuple[list[int], list[int]]:
-    env = {k: v for k, v in os.environ.items() if k not in VARS}
+def _run(code: str, drop: tuple[str, ...] = VARS, **env_vars: str) -> str:
+    """``code`` in a fresh Python without the variables ``drop``; its stdout."""
+    env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update(env_vars, PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    before, after = json.loads(out.stdout.strip().splitlines()[-1])
+    return out.stdout
+
+
+def _blas_threads(**env_vars: str) -> tuple[list[int], list[int]]:
+    before, after = json.loads(_run(PROBE, **env_vars).strip().splitlines()[-1])
     return before, after
 
 
@@ -50,11 +55,7 @@ def test_zero_threads_means_every_usable_core():
         "print(msu._THREADS_SET, os.environ['MARL_KERNEL_THREADS'], msu.usable_cores(), "
         "len(os.sched_getaffinity(0)))"
     )
-    env = {k: v for k, v in os.environ.items() if k != "MARL_KERNEL_THREADS"}
-    env["PYTHONPATH"] = str(ROOT)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    set_, kernel, usable, affinity = map(int, out.stdout.split()[-4:])
+    set_, kernel, usable, affinity = map(int, _run(code, drop=("MARL_KERNEL_THREADS",)).split()[-4:])
     assert set_ == kernel == usable == affinity
 
 
@@ -70,8 +71,5 @@ def test_without_threadpoolctl_setup_says_so_and_runs_on():
         "import sys; sys.modules['threadpoolctl'] = None; from marl.utils import ms as msu; "
         "msu.setup(threads=1); print('set', msu._THREADS_SET)"
     )
-    env = {k: v for k, v in os.environ.items() if k not in VARS}
-    env["PYTHONPATH"] = str(ROOT)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "threadpoolctl is not installed" in out.stdout and "set 1" in out.stdout
+    out = _run(code)
+    assert "threadpoolctl is not installed" in out and "set 1" in out

@@ -83,8 +83,8 @@ def setup(threads: int = 1, seed: int | None = None) -> None:
     asked, threads = int(threads), int(threads) or usable_cores()
     ms.set_device("CPU")
     if _THREADS_SET is None:
-        ms.device_context.cpu.op_tuning.threads_num(int(threads))
-        os.environ.setdefault("MARL_KERNEL_THREADS", str(int(threads)))  # marl.kernels: same thread count
+        ms.device_context.cpu.op_tuning.threads_num(threads)
+        os.environ.setdefault("MARL_KERNEL_THREADS", str(threads))  # marl.kernels: same thread count
         if threadpool_limits is None:
             print(
                 "marl: threadpoolctl is not installed, so NumPy's BLAS keeps its own thread count "
@@ -92,7 +92,7 @@ def setup(threads: int = 1, seed: int | None = None) -> None:
             )
         elif not any(os.environ.get(v) for v in _BLAS_THREAD_VARS):
             threadpool_limits(limits=1, user_api="blas")  # for the rest of the process
-        _THREADS_SET = int(threads)
+        _THREADS_SET = threads
     elif _THREADS_SET != threads and asked:  # "every usable core" accepts the count already set
         warnings.warn(
             f"MindSpore threads_num is already {_THREADS_SET} and cannot be changed in this process "
