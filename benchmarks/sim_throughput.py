@@ -139,16 +139,16 @@ def bench_ours(name: str, n_envs: int, seconds: float, threads: int) -> dict:
     return {"sps": steady_rate(one, n_envs, seconds), "first_call_s": first_s}
 
 
-def bench_full(name: str, n_envs: int, seconds: float, threads: int) -> dict:
+def bench_full(name: str, n_envs: int, seconds: float, threads: int, fused: bool = True) -> dict:
     """Steps per second of ``BatchedStarCraft2Env`` (engine + obs + state + avail + reward + end), or of
-    ``BatchedSMACv2Env`` for a SMACv2 scenario."""
+    ``BatchedSMACv2Env`` for a SMACv2 scenario; ``fused=False``: the env's stage-by-stage reference step."""
     from marl.envs.smac.batched_env import BatchedStarCraft2Env
     from marl.envs.smac.sim.avail import sample_available
     from marl.envs.smac.smacv2.batched import BatchedSMACv2Env
 
     t0 = time.perf_counter()
     cls = BatchedSMACv2Env if is_scenario(name) else BatchedStarCraft2Env
-    env = cls(name, n_envs, seed=0, threads=threads)
+    env = cls(name, n_envs, seed=0, threads=threads, **({} if fused else {"fused": False}))
     env.reset()
     rs = np.random.default_rng(0)
     # the first step loads the compiled engine and sampler from the Numba cache: not timed
@@ -165,14 +165,14 @@ def bench_full(name: str, n_envs: int, seconds: float, threads: int) -> dict:
     return {"sps": steady_rate(one, n_envs, seconds), "first_call_s": first_s}
 
 
-def bench_rollout(name: str, n_envs: int, seconds: float) -> dict:
+def bench_rollout(name: str, n_envs: int, seconds: float, threads: int) -> dict:
     """Steps per second of :func:`marl.envs.smac.rollout.random_rollout`: 100 uniformly random steps of the
     full env (engine, obs, state, avail, reward, end, auto-reset) per compiled call, no Python between steps
-    (the like-for-like of SMAX's ``lax.scan`` of 100 steps); one thread."""
+    (the like-for-like of SMAX's ``lax.scan`` of 100 steps), on ``threads``."""
     from marl.envs.smac.batched_env import BatchedStarCraft2Env
     from marl.envs.smac.rollout import random_rollout
 
-    env = BatchedStarCraft2Env(name, n_envs, seed=0)
+    env = BatchedStarCraft2Env(name, n_envs, seed=0, threads=threads)
     env.reset()
     rs = np.random.default_rng(0)
 
@@ -191,6 +191,19 @@ def smax_scenario(name: str) -> str:
     if sc.n_units != sc.n_enemies or sc.n_units not in (5, 10, 20):
         raise ValueError(f"SMAX has no SMACv2-style scenario of size {sc.n_units} vs {sc.n_enemies}")
     return f"smacv2_{sc.n_units}_units"
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux ``/proc/cpuinfo``), or the platform's processor string."""
+    import platform
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
 
 
 def cold_compile_seconds() -> float:
@@ -264,20 +277,22 @@ def main() -> None:
             load0 = os.getloadavg()[0]
             full = bench_full(name, n, args.seconds, args.threads)
             full1 = bench_full(name, n, args.seconds, 1)
+            ref = bench_full(name, n, args.seconds, args.threads, fused=False)
             ours = bench_ours(name, n, args.seconds, args.threads)
-            roll = bench_rollout(name, n, args.seconds)
+            roll = bench_rollout(name, n, args.seconds, args.threads)
             smax = bench_smax(name, n, args.seconds)
             load1 = os.getloadavg()[0]
-            rows.append((name, n, full, full1, ours, roll, smax, load0, load1))
+            rows.append((name, n, full, full1, ref, ours, roll, smax, load0, load1))
             s = f"{smax['sps']:.0f}" if smax else "n/a"
             print(
-                f"{name} x{n}: full env step {full['sps']:.0f} sps ({full1['sps']:.0f} on 1 thread), "
+                f"{name} x{n}: full env step {full['sps']:.0f} sps ({full1['sps']:.0f} on 1 thread, "
+                f"{ref['sps']:.0f} stage by stage), "
                 f"engine only {ours['sps']:.0f} sps, rollout {roll['sps']:.0f} sps, "
                 f"SMAX {s} (load {load0:.1f} -> {load1:.1f})",
                 flush=True,
             )
     load_end = os.getloadavg()
-    peer = next((r[6] for r in rows if r[6]), None)
+    peer = next((r[7] for r in rows if r[7]), None)
     versions = f"jax {peer['jax']}, jaxmarl {peer['jaxmarl']}" if peer else "SMAX not run"
 
     def fmt(load: tuple[float, float, float]) -> str:
@@ -289,27 +304,30 @@ def main() -> None:
         f"- command: `{' '.join([Path(sys.executable).name] + sys.argv)}`",
         f"- date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
         f"- peer versions ({BENCH_PY.parent.parent.name}): {versions}",
-        f"- nproc: {os.cpu_count()}; timed {args.seconds}s per cell and side; random available actions; "
-        "finished envs reset",
+        f"- machine: {cpu_model()}; nproc: {os.cpu_count()}; timed {args.seconds}s per cell and side; "
+        "random available actions; finished envs reset",
         f"- load average (1/5/15 min) before: {fmt(load_start)}; after: {fmt(load_end)}",
         f"- our cold Numba compile (empty cache, import + reset + first full step of 3m): {cold:.1f} s; "
         "later processes load the on-disk cache",
         "- **full** = `BatchedStarCraft2Env.step` with obs + state + avail + reward + end for every env "
-        "(like-for-like with SMAX's step; the headline); **engine** = `BatchedSimEngine` only",
+        "(like-for-like with SMAX's step; the headline), one compiled call per step (`fused.py`); "
+        "**stage by stage** = the same step with `fused=False` (its readable reference, one Python call per "
+        "stage); **engine** = `BatchedSimEngine` only",
         f"- ours on `threads={args.threads}` ({resolve_threads(args.threads)} threads; "
         "XLA also uses every core); "
         "**full 1t** = the same full step on one thread; **rollout** = `random_rollout`: 100 random steps of "
-        "the full env per compiled call, auto-reset, one thread (like-for-like with SMAX's scan)",
+        "the full env per compiled call, auto-reset, on the same threads (like-for-like with SMAX's scan)",
         "- SMAX = `HeuristicEnemySMAX` jitted step incl. obs/reward/auto-reset; ratios against its "
         "per-step column, `scan` = 100 steps in one `lax.scan`",
         "",
-        "| map | n_envs | ours full sps | ours full 1t sps | ours engine sps | ours rollout sps "
+        "| map | n_envs | ours full sps | ours full 1t sps | ours stage by stage sps | ours engine sps "
+        "| ours rollout sps "
         "| SMAX sps (jit step) | SMAX sps (scan 100) | full/SMAX step | full/SMAX scan | rollout/SMAX scan "
         "| engine/SMAX step | SMAX compile s | load before→after |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, n, full, full1, ours, roll, smax, load0, load1 in rows:
-        sps = (full["sps"], full1["sps"], ours["sps"], roll["sps"])
+    for name, n, full, full1, ref, ours, roll, smax, load0, load1 in rows:
+        sps = (full["sps"], full1["sps"], ref["sps"], ours["sps"], roll["sps"])
         ours_cells = f"| {name} | {n} | " + " | ".join(f"{x:.0f}" for x in sps) + " "
         if smax:
             lines.append(

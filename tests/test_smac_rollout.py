@@ -24,18 +24,21 @@ def _reference(env: BatchedStarCraft2Env, uniforms_KEN: np.ndarray) -> tuple[np.
 
 
 # a marine map, a Medivac map (healing, the MMM end rule), zealots with shields and a map with terrain
-@pytest.mark.parametrize(("map_name", "n_envs", "flags"), [
-    ("3m", 3, {}),
-    ("MMM", 2, {}),
-    ("2s3z", 2, {"reward_sparse": True}),
-    ("corridor", 1, {"obs_last_action": True, "state_timestep_number": True}),
+# (threads=2: chunks of envs on two threads)
+@pytest.mark.parametrize(("map_name", "n_envs", "threads", "flags"), [
+    ("3m", 3, 2, {}),
+    ("MMM", 2, 1, {}),
+    ("2s3z", 2, 2, {"reward_sparse": True}),
+    ("corridor", 1, 1, {"obs_last_action": True, "state_timestep_number": True}),
 ])  # fmt: skip
-def test_rollout_equals_the_per_step_loop(map_name: str, n_envs: int, flags: dict) -> None:
+def test_rollout_equals_the_per_step_loop(map_name: str, n_envs: int, threads: int, flags: dict) -> None:
     """Same rewards, episode ends and wins at every step, and afterwards the same observations, state,
-    available actions, engine state, step counts and battle counters, over several episodes with resets."""
+    available actions, engine state, step counts and battle counters, over several episodes with resets;
+    the reference is the env's stage-by-stage step (``fused=False``)."""
     k = 300
     uniforms = np.random.default_rng(7).random((k, n_envs, BatchedStarCraft2Env(map_name).n_agents))
-    fast, ref = (BatchedStarCraft2Env(map_name, n_envs, seed=11, **flags) for _ in range(2))
+    fast = BatchedStarCraft2Env(map_name, n_envs, seed=11, threads=threads, **flags)
+    ref = BatchedStarCraft2Env(map_name, n_envs, seed=11, fused=False, **flags)
     fast.reset()
     ref.reset()
     got = random_rollout(fast, uniforms)

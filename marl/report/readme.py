@@ -91,13 +91,16 @@ def throughput_block(results: Path) -> str:
         raise ValueError(f"sim_throughput.md: its table lacks the columns {missing}")
     one_thread = "ours full 1t sps" in col  # measured since the engine runs on several threads
     rollout = "ours rollout sps" in col  # measured since the compiled random rollout exists
+    staged = "ours stage by stage sps" in col  # measured since the step is one compiled call
     head = ["map", "envs", "ours, full (steps/s)", *(["same, 1 thread"] if one_thread else [])]
+    head += ["same, stage by stage"] if staged else []
     tail = ["ours, compiled 100-step rollout", "ratio to the scan"] if rollout else []
     out = [[*head, "SMAX jitted step", "ratio", "SMAX 100-step `lax.scan`", "ratio", *tail]]
     for r in rows[1:]:
         ours, step, scan = (f"{int(r[col[n]]):,}" for n in sps)
         vs_step, vs_scan = (f"{float(r[col[n]]):.2f}×" for n in ratios)
         single = [f"{int(r[col['ours full 1t sps']]):,}"] if one_thread else []
+        single += [f"{int(r[col['ours stage by stage sps']]):,}"] if staged else []
         roll = []
         if rollout:
             roll = [f"{int(r[col['ours rollout sps']]):,}", f"{float(r[col['rollout/SMAX scan']]):.2f}×"]

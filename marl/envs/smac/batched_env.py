@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from marl.envs.smac.features import N_ACTIONS_NO_ATTACK, RUNNING, SmacFeatures, SmacOptions, max_reward
+from marl.envs.smac.fused import fused_reset, fused_step
 from marl.envs.smac.maps import load_map
 from marl.envs.smac.sim.engine import BatchedSimEngine
 from marl.envs.vector import Obs, Transition
@@ -30,8 +31,13 @@ class BatchedStarCraft2Env:
     Arrays have a leading env axis E. ``smac_flags`` are SMAC's options (:class:`SmacOptions`). Arrays
     returned by the getters belong to the env: a later masked step may overwrite their stepped rows.
     ``threads`` spreads the envs over that many cores (0 = all; ``marl/envs/smac/threads.py``); results do
-    not depend on it.
+    not depend on it. ``fused`` (default) steps in one compiled call (``marl/envs/smac/fused.py``);
+    ``fused=False`` runs the readable reference, stage by stage, with the same results bit for bit.
     """
+
+    fused = False  # subclasses that do not call this __init__ (SMACv2) step stage by stage
+    _units_value: Any = None
+    _units_stale = False  # the engine moved on since _units_value was taken (a fused step)
 
     def __init__(
         self,
@@ -39,16 +45,19 @@ class BatchedStarCraft2Env:
         n_envs: int = 1,
         seed: int | None = None,
         threads: int = 1,
+        fused: bool = True,
         **smac_flags: Any,
     ) -> None:
         if int(n_envs) < 1:
             raise ValueError(f"n_envs must be >= 1, got {n_envs}")
         self.map_name = map_name
+        self.fused = bool(fused)
         self.spec = load_map(map_name)
         self.opts = SmacOptions.from_flags(**smac_flags)
         self.features = f = SmacFeatures(self.spec, self.opts, threads=threads)
         self.episode_limit = self.spec.episode_limit
         self.engine = BatchedSimEngine(self.spec, int(n_envs), seed, threads)
+        self._hmax = self.engine.health_max.reshape(1, -1).astype(np.float64)  # the fused step's (1, U)
         self.max_reward = max_reward(self.spec, self.opts)  # replaced by the engine's maxima at first reset
         self._max_reward_from_table = False
         n, m = self.spec.n_agents, self.spec.n_enemies
@@ -65,6 +74,7 @@ class BatchedStarCraft2Env:
         win, loss = (1.0, -1.0) if o.reward_sparse else (o.reward_win, o.reward_defeat)
         self._end_reward = np.array([0.0, win, 0.0, loss])
         self._flat_base = np.arange(E * n, dtype=np.int64).reshape(E, n) * A  # flat (env, agent) offsets
+        self._all_envs = np.ones(E, dtype=bool)
         self._steps = np.zeros(E, dtype=np.int64)
         self._running = np.zeros(E, dtype=bool)  # reset and not yet ended
         self._last_action = np.zeros((E, n, A), dtype=np.float32)
@@ -84,6 +94,11 @@ class BatchedStarCraft2Env:
         """Start a new episode in the envs where ``mask`` (bool, (n_envs,)) is True; returns (obs, state)
         of all envs."""
         mask = self._mask(mask)
+        if self.fused and self._max_reward_from_table:  # the first reset sets max_reward (below)
+            for e in np.flatnonzero(mask):
+                self._targets[e] = [None] * self.n_agents
+            fused_reset(self, mask)
+            return self._obs, self._state
         idx = None if mask.all() else np.flatnonzero(mask)
         self._units = self._respawn(mask)
         rows = slice(None) if idx is None else idx
@@ -138,19 +153,22 @@ class BatchedStarCraft2Env:
             mask = self._mask(mask)
             if not mask.all():
                 idx = np.flatnonzero(mask)
-        rows = np.arange(E) if idx is None else idx
-        if not len(rows):  # nothing to step
+        if idx is not None and not len(idx):  # nothing to step
             info = {k: np.zeros(E, dtype=bool) for k in ("battle_won", "episode_limit")}
             info.update({k: np.zeros(E, dtype=np.int64) for k in ("dead_allies", "dead_enemies")})
             return np.zeros(E), np.zeros(E, dtype=bool), info
-        if not (self._running.all() if idx is None else self._running[rows].all()):
+        if not (self._running.all() if idx is None else self._running[idx].all()):
+            rows = np.arange(E) if idx is None else idx
             bad = rows[~self._running[rows]].tolist()
             raise RuntimeError(
                 f"env(s) {bad} are not running (never reset, or the episode ended); "
                 "call reset() or reset_envs() first"
             )
-        sub = self._check_actions(a if idx is None else a[idx], rows)
         o = self.opts
+        if self.fused and not o.heuristic_ai:
+            return fused_step(self, a, None if idx is None else mask)
+        rows = np.arange(E) if idx is None else idx
+        sub = self._check_actions(a if idx is None else a[idx], rows)
         if idx is None:
             self._last_action = self._eye[sub]
         else:
@@ -255,6 +273,17 @@ class BatchedStarCraft2Env:
             self._avail, self._obs, self._state = avail, obs, state
         else:
             self._avail[idx], self._obs[idx], self._state[idx] = avail, obs, state
+
+    @property
+    def _units(self) -> Any:
+        """The units after the last reset or step (a fused step takes them from the engine when asked)."""
+        if self._units_stale:
+            self._units_value, self._units_stale = self.engine.snapshot().units(), False
+        return self._units_value
+
+    @_units.setter
+    def _units(self, value: Any) -> None:
+        self._units_value, self._units_stale = value, False
 
     # ------------------------------------------------------------------ getters
     @property

@@ -49,22 +49,29 @@ def avail_actions(na, props, utype, grid, S, out):
 
 
 @njit(cache=True)
+def sample_env(avail, u, e, act):
+    """Row ``e`` of :func:`sample_available`, written into ``act[e]``."""
+    na, n_act = avail.shape[1], avail.shape[2]
+    for i in range(na):
+        act[e, i] = 0
+        cnt = 0
+        for a in range(n_act):
+            cnt += avail[e, i, a]
+        k = int(u[e, i] * cnt)
+        for a in range(n_act):
+            if avail[e, i, a]:
+                if k == 0:
+                    act[e, i] = a
+                    break
+                k -= 1
+
+
+@njit(cache=True)
 def sample_available(avail, u):
     """One uniformly random available action per (env, agent); ``u`` (E, NA) uniforms in [0, 1)."""
-    n_env, na, n_act = avail.shape
-    act = np.zeros((n_env, na), dtype=np.int64)
-    for e in range(n_env):
-        for i in range(na):
-            cnt = 0
-            for a in range(n_act):
-                cnt += avail[e, i, a]
-            k = int(u[e, i] * cnt)
-            for a in range(n_act):
-                if avail[e, i, a]:
-                    if k == 0:
-                        act[e, i] = a
-                        break
-                    k -= 1
+    act = np.zeros(avail.shape[:2], dtype=np.int64)
+    for e in range(avail.shape[0]):
+        sample_env(avail, u, e, act)
     return act
 
 
