@@ -156,3 +156,36 @@ def test_an_enemy_winding_up_does_not_retarget():
     for _ in range(3):
         _enemy_act(0, 1, 1, U.PROPS, utype, GRID, NAV, S, rng)
     assert S[0, 1, U.S_WU] == 0 and S[0, 1, U.S_ML] == 0 and S[0, 0, U.S_HP] == 45
+
+
+def _health(S, k):
+    return S[0, k, U.S_HP] + S[0, k, U.S_SH]
+
+
+def test_a_zealots_second_blade_lands_one_burst_period_after_the_first():
+    """PsiBladesBurst: 8 at the attack, 8 more round(0.28 * 16) = 4 loops later, from the same attack."""
+    gap_loops = round(table_row("zealot")["burst"]["periods_s"][1] * 16)
+    assert gap_loops == 4 and U.PROPS[U.type_ids(("zealot",))[0], U.BURST_GAP] == gap_loops
+    S, utype, rng = duel("zealot", "marine", 0.05)
+    full = _health(S, 1)
+    _start_attack(0, 0, 1, 1, U.PROPS, utype, S, rng)
+    hp = [_health(S, 1)]
+    for _ in range(6):
+        _missile(0, 0, 1, U.PROPS, utype, S)
+        hp.append(_health(S, 1))
+    assert full - hp[0] == 8  # the first blade at once (a marine has no armour, no shields)
+    assert hp[:gap_loops] == [full - 8] * gap_loops
+    assert hp[gap_loops:] == [full - 16] * (len(hp) - gap_loops)  # the second, and nothing more
+
+
+@pytest.mark.parametrize("who_dies", ["zealot", "target"])
+def test_a_second_blade_is_lost_with_its_zealot_or_its_target(who_dies):
+    S, utype, rng = duel("zealot", "marine", 0.05)
+    _start_attack(0, 0, 1, 1, U.PROPS, utype, S, rng)
+    after_first = _health(S, 1)
+    dead = 0 if who_dies == "zealot" else 1
+    S[0, dead, U.S_HP] = 0.0
+    for _ in range(6):
+        _missile(0, 0, 1, U.PROPS, utype, S)
+    assert S[0, 0, U.S_ML] == 0 and S[0, 0, U.S_MT] == -1  # the burst is over
+    assert _health(S, 1) == (after_first if who_dies == "zealot" else 0.0)

@@ -55,6 +55,7 @@ def expected(game: dict) -> dict[str, float]:
             msl_speed=m.get("speed", 0),
             msl_accel=m.get("acceleration", 0),
             msl_max=m.get("max_speed", 0),
+            burst=round(w["burst"]["periods_s"][1] * 16) if "burst" in w else 0,
         )
     return out
 
@@ -84,6 +85,7 @@ def engine(name: str, enemy: bool = False) -> dict[str, float]:
         "msl_speed": U.MSL_SPEED,
         "msl_accel": U.MSL_ACCEL,
         "msl_max": U.MSL_MAX_SPEED,
+        "burst": U.BURST_GAP,
     }
     if name == "medivac":
         cols = {k: c for k, c in cols.items() if k in ("hp", "shield", "armor", "attr", "speed", "radius")}

@@ -83,13 +83,15 @@ LIGHT, ARMORED, BIO, MECH, MASSIVE, STRUCTURE = 1, 2, 4, 8, 16, 32
     MSL_SPEED,
     MSL_ACCEL,
     MSL_MAX_SPEED,
-) = range(25)
-N_PROPS = 25
+    BURST_GAP,
+) = range(26)
+N_PROPS = 26
 
 # columns of the per-env state array S[env, unit, column] (all float64; ids/kinds stored as floats);
 # S_HT: the unit a Medivac healed in the previous loop (-1: no heal running), for the 5-energy start rule;
 # S_WU / S_WT: loops left in the wind-up of the attack in progress (0: none) and its target;
-# S_ML / S_MT: loops left before this unit's missile in flight lands (0: none) and its target
+# S_ML / S_MT: loops left before this unit's missile in flight lands (0: none) and its target; for a weapon
+#   whose hits come in a burst (BURST_GAP > 0, no missile), loops left before the burst's second hit lands
 (S_X, S_Y, S_HP, S_SH, S_EN, S_CD, S_SINCE, S_OK, S_TGT, S_OX, S_OY, S_LA, S_HT, S_WU, S_WT, S_ML, S_MT) = (
     range(17)
 )
@@ -169,6 +171,7 @@ _ROWS: dict[str, dict] = {
         attr=LIGHT | BIO,
         dmg=8,
         hits=2,
+        burst=4,
         cd=19,
         rng=0.1,
         speed=2.25,
@@ -282,6 +285,9 @@ def _fill(props: np.ndarray, t: int, r: dict[str, float]) -> None:
     props[t, MSL_SPEED] = v0 / 16.0  # per loop
     props[t, MSL_ACCEL] = accel / 256.0  # per loop squared
     props[t, MSL_MAX_SPEED] = vmax / 16.0
+    props[t, BURST_GAP] = r.get("burst", 0)  # loops: round(second period of the burst x 16); 0: hits at once
+    if props[t, BURST_GAP] > 0 and (props[t, HITS] != 2 or vmax > 0 or r.get("splash", SPLASH_NONE)):
+        raise ValueError("a burst (burst > 0) is modelled for two single-target hits without a missile")
 
 
 def _build_props() -> np.ndarray:

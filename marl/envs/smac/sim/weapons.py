@@ -20,6 +20,7 @@ from marl.envs.smac.sim.units import (
     BANE_SPLASH_RADIUS,
     BEAM_HALF_LENGTH,
     BEAM_HALF_WIDTH,
+    BURST_GAP,
     CD_JITTER_HI,
     CD_JITTER_LO,
     COOLDOWN,
@@ -48,7 +49,9 @@ from marl.envs.smac.sim.units import (
 
 @njit(cache=True)
 def _strike(e, a, t, na, props, utype, S):
-    """``a``'s weapon effect on ``t``: the hits (with splash), or the baneling's burst."""
+    """``a``'s weapon effect on ``t``: the hits (with splash), or the baneling's burst; of a weapon whose two
+    hits come one period apart (``BURST_GAP``, the zealot), the first hit, the second left to
+    :func:`_missile`."""
     ua = utype[a]
     lo, hi = (na, S.shape[1]) if a < na else (0, na)  # hostile index range
     kind = int(props[ua, SPLASH])
@@ -81,6 +84,10 @@ def _strike(e, a, t, na, props, utype, S):
                     apply_hit(e, a, k, props, utype, S)
         elif S[e, t, S_HP] > 0.0:
             apply_hit(e, a, t, props, utype, S)
+            if props[ua, BURST_GAP] > 0.0:  # the burst's second hit comes later (see _missile)
+                S[e, a, S_MT] = t
+                S[e, a, S_ML] = props[ua, BURST_GAP]
+                return
 
 
 @njit(cache=True)
@@ -171,15 +178,31 @@ def _wind_up(e, a, na, props, utype, S):
 @njit(cache=True)
 def _missile(e, a, na, props, utype, S):
     """One loop of ``a``'s missile in flight (if any): it lands on its target when its loops run out (a
-    target that died meanwhile takes nothing)."""
+    target that died meanwhile takes nothing).
+
+    The same clock times a burst's second hit. The zealot's ``PsiBlades`` effect is ``PsiBladesBurst``
+    (Liberty EffectData, X), a ``CEffectCreatePersistent`` on the target unit with ``PeriodCount`` 2 and
+    ``PeriodicPeriodArray`` 0 and 0.28: the first blade's damage at the attack, the second 0.28 game
+    seconds (4.48 loops, rounded to 4 as every other time here) later. The effect carries the ``Channeled``
+    flag; we read it as "ends when its caster dies", so a zealot killed in between loses the second blade
+    (a reading of the flag's name: no source we reached describes it). A target that died takes nothing.
+    """
     if S[e, a, S_ML] <= 0.0:
+        return
+    burst = props[utype[a], BURST_GAP] > 0.0
+    if burst and S[e, a, S_HP] <= 0.0:  # Channeled: the blade is lost with its zealot
+        S[e, a, S_ML] = 0.0
+        S[e, a, S_MT] = -1.0
         return
     S[e, a, S_ML] -= 1.0
     if S[e, a, S_ML] <= 0.0:
         t = int(S[e, a, S_MT])
         S[e, a, S_MT] = -1.0
         if S[e, t, S_HP] > 0.0:
-            _strike(e, a, t, na, props, utype, S)
+            if burst:
+                apply_hit(e, a, t, props, utype, S)
+            else:
+                _strike(e, a, t, na, props, utype, S)
 
 
 @njit(cache=True)
