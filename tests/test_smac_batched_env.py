@@ -9,7 +9,8 @@ from batched_parity import play_against_singles
 from marl.buffers import Scheme
 from marl.envs.base import EnvInfo
 from marl.envs.factory import EnvFactory
-from marl.envs.smac.batched_env import BatchedSmacVectorEnv, BatchedStarCraft2Env
+from marl.envs.smac.batched_env import BatchedStarCraft2Env
+from marl.envs.smac.batched_vector import BatchedSmacVectorEnv
 from marl.envs.smac.env import StarCraft2Env
 from marl.envs.smac.features import SmacFeatures, SmacOptions, Units
 from marl.envs.smac.maps import load_map

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from marl.envs.smac.batched_env import BatchedSmacVectorEnv
+from marl.envs.smac.batched_vector import BatchedSmacVectorEnv
 from marl.envs.smac.sc2 import resolve_backend
 from marl.envs.smac.sc2.install import resolve_gen_backend
 from marl.envs.smac.smacv2.batched import BatchedSMACv2VectorEnv

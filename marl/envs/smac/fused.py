@@ -203,13 +203,7 @@ def fused_step(
         state = np.empty_like(env._state)
     else:
         avail, obs, state = env._avail, env._obs, env._state
-    out = (
-        np.zeros(E),
-        np.zeros(E, dtype=np.bool_),
-        np.zeros(E, dtype=np.bool_),
-        np.zeros((E, 2), dtype=np.int64),
-        np.zeros(E, dtype=np.bool_),
-    )
+    out = step_outputs(E)
     eng, ep, rules = fused_args(env)
     view = view_args(env, avail, obs, state)
     threads = min(env.engine.threads, E)
@@ -229,6 +223,18 @@ def fused_step(
     info = {"battle_won": won, "dead_allies": n_dead[:, 0], "dead_enemies": n_dead[:, 1]}
     info["episode_limit"] = limit
     return reward, term, info
+
+
+def step_outputs(n_envs: int) -> tuple:
+    """``out`` of :func:`step_env` for ``n_envs`` envs, zeroed (what an env not stepped reads)."""
+    E = n_envs
+    return (
+        np.zeros(E),
+        np.zeros(E, dtype=np.bool_),
+        np.zeros(E, dtype=np.bool_),
+        np.zeros((E, 2), dtype=np.int64),
+        np.zeros(E, dtype=np.bool_),
+    )
 
 
 def fused_args(env: Any) -> tuple[tuple, tuple, tuple]:

@@ -27,7 +27,15 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
-from marl.envs.smac.fused import fused_args, reset_env, scratch, spawn_args, step_env, view_args
+from marl.envs.smac.fused import (
+    fused_args,
+    reset_env,
+    scratch,
+    spawn_args,
+    step_env,
+    step_outputs,
+    view_args,
+)
 from marl.envs.smac.sim.avail import sample_env
 from marl.envs.smac.threads import with_threads
 
@@ -77,13 +85,7 @@ def random_rollout(env: Any, uniforms_KEN: np.ndarray) -> tuple[np.ndarray, np.n
     out_reward = np.zeros((k, E))
     out_term = np.zeros((k, E), dtype=np.bool_)
     out_won = np.zeros((k, E), dtype=np.bool_)
-    step_out = (
-        np.zeros(E),
-        np.zeros(E, dtype=np.bool_),
-        np.zeros(E, dtype=np.bool_),
-        np.zeros((E, 2), dtype=np.int64),
-        np.zeros(E, dtype=np.bool_),
-    )
+    step_out = step_outputs(E)
     engine, ep, rules = fused_args(env)
     env._avail = np.ascontiguousarray(env._avail, dtype=np.int64)
     view = view_args(env, env._avail, env._obs, env._state)

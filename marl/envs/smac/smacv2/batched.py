@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from marl.envs.smac.batched_env import _SIM_IGNORED, BatchedSmacVectorEnv, BatchedStarCraft2Env, _stats
+from marl.envs.smac.batched_env import BatchedStarCraft2Env, _stats
+from marl.envs.smac.batched_vector import SIM_IGNORED, BatchedSmacVectorEnv
 from marl.envs.smac.features import SmacOptions, Units, max_reward
 from marl.envs.smac.sim.engine import _ORDER_KINDS, SPAWN_NOISE, _nav_for, env_seed, spawn_layout
 from marl.envs.smac.sim.stepper import sim_reset_typed, sim_step_typed, sim_step_typed_parallel
@@ -205,7 +206,7 @@ class BatchedSMACv2VectorEnv(BatchedSmacVectorEnv):
     ``SMACv2Env(map, seed=seed + r)``."""
 
     def __init__(self, map_name: str, n_envs: int, seed: int | None = None, **args: Any) -> None:
-        for k in _SIM_IGNORED:
+        for k in SIM_IGNORED:
             args.pop(k, None)
         self.env = BatchedSMACv2Env(map_name, n_envs, seed, **args)
         self.n_envs = self.env.n_envs
