@@ -25,7 +25,8 @@ def train_main(prog: str, default_alg: str, description: str, argv: Sequence[str
     """Parse the shared training CLI (``--map --alg --seed --resume key=value``) and train.
 
     Exit codes: 0 done (t_max or the stop file), 2 bad input (nothing written), 130/143 stopped by
-    SIGINT/SIGTERM after saving a checkpoint, 1 stopped by a non-finite update (nothing saved).
+    SIGINT/SIGTERM after saving a checkpoint, 1 stopped by a non-finite update or, after the first update,
+    by a replay buffer that would outgrow the memory (no checkpoint written at the stop).
     """
     from marl.trainer import RunStopped, Trainer
 

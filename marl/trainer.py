@@ -21,7 +21,7 @@ import numpy as np
 
 from marl import registry
 from marl.buffers import EpisodeBatch, ReplayBuffer, Scheme
-from marl.buffers.replay import capped_capacity
+from marl.buffers.replay import available_memory, capped_capacity, fill_shortfall, process_rss
 from marl.checkpoint import AGENT_CKPT, Checkpointer, latest, load_latest
 from marl.config import Config, config_from_dict, config_to_dict, dump_config
 from marl.config.schema import ALG_SECTIONS
@@ -232,6 +232,13 @@ class Trainer:
             batch = self.buffer.sample(n, self.rng)
         out = self.learner.train(batch, self.t_env, self.episode)
         self.train_steps += 1
+        if self.train_steps == 1 and self.buffer is not None and self.cfg.learner.memory_check:
+            b = self.buffer
+            short = fill_shortfall(
+                b.capacity, b.size, self.scheme.bytes_per_episode(), process_rss(), available_memory()
+            )
+            if short is not None:
+                raise RunStopped(f"stopped at t_env={self.t_env}: {short}", exit_code=1)
         weights = self.learner.actor_weights()
         self._check_finite(out, weights)
         self.controller.load_weights(weights)

@@ -109,3 +109,22 @@ def test_buffer_max_gib_caps_only_large_episodes(capsys):
     assert "1000 episodes instead of buffer_size=5000" in capsys.readouterr().out
     with pytest.raises(ValueError, match="fewer than learner.batch_size=128"):
         capped_capacity(scheme, 5000, 100 * per_episode_gib, 128)
+
+
+def test_fill_shortfall_names_a_size_that_fits_after_the_first_update():
+    from marl.buffers.replay import MEMORY_SHARE, fill_shortfall, process_rss
+
+    mib, gib = 2**20, 2**30
+    # 8 MiB episodes, 1000 of them, 128 stored: 872 * 8 MiB = 6.8 GiB still to come
+    assert fill_shortfall(1000, 128, 8 * mib, 9 * gib, 10 * gib) is None  # 8 GiB may go to the buffer
+    msg = fill_shortfall(1000, 128, 8 * mib, 9 * gib, 4 * gib)
+    fits = 128 + int(MEMORY_SHARE * 4 * gib) // (8 * mib)
+    assert f"learner.buffer_size={fits} or less" in msg and fits == 537
+    assert "6.8 GiB more" in msg and "9.0 GiB" in msg and "learner.memory_check=false" in msg
+    assert f"learner.buffer_max_gib={fits * 8 * mib / gib:.1f} or less" in msg
+    # a full buffer, or memory that cannot be read: nothing to say
+    assert fill_shortfall(1000, 1000, 8 * mib, 9 * gib, 1) is None
+    assert fill_shortfall(1000, 128, 8 * mib, None, 4 * gib) is None
+    assert fill_shortfall(1000, 128, 8 * mib, 9 * gib, None) is None
+    rss = process_rss()
+    assert rss is None or rss > 10 * mib  # this process (Python, NumPy, pytest) holds at least that

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -218,3 +219,25 @@ def test_curves_png_redrawn_at_most_every_plot_interval(tmp_path, monkeypatch, i
     # one drawing at the end of the run, plus those at the test phases
     assert len(drawn) - 1 == (n_tests if during_run == "every test" else 1)
     assert (run_dir / "curves.png").stat().st_size > 1000
+
+
+def test_a_buffer_that_would_outgrow_the_memory_stops_the_run_at_the_first_update(tmp_path, monkeypatch):
+    """The check at the first update: measured memory says the rest of the buffer cannot fit, so the run
+    stops there (exit code 1, no checkpoint written) with sizes that fit; memory_check=false runs on."""
+    import marl.trainer as trainer_mod
+    from marl.signals import RunStopped
+
+    per_episode = Trainer(_cfg(tmp_path / "probe")).scheme.bytes_per_episode()
+    # after the first update only 10 episodes' worth of memory is left (the buffer holds 32)
+    monkeypatch.setattr(trainer_mod, "available_memory", lambda: 10 * per_episode)
+    cfg = _cfg(tmp_path, extra=("run_name=short",))
+    with pytest.raises(RunStopped) as stop:
+        Trainer(cfg).run()
+    assert stop.value.exit_code == 1
+    msg = str(stop.value)
+    assert "would outgrow the memory" in msg and "learner.buffer_size=" in msg
+    stopped_at = int(re.search(r"stopped at t_env=(\d+)", msg).group(1))
+    saved = latest(tmp_path / "short")  # no checkpoint written at the stop (an earlier test phase may save)
+    assert saved is None or t_env_final(tmp_path / "short") < stopped_at
+    cfg = _cfg(tmp_path, extra=("run_name=regardless", "learner.memory_check=false"))
+    assert t_env_final(Trainer(cfg).run()) >= 400

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +38,44 @@ def available_memory() -> int | None:
     if limit is not None and used is not None:
         avail = limit - used if avail is None else min(avail, limit - used)
     return avail
+
+
+def process_rss() -> int | None:
+    """This process's resident memory in bytes (Linux ``/proc/self/statm``); ``None`` elsewhere."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def fill_shortfall(
+    capacity: int, size: int, bytes_per_episode: int, rss: int | None, available: int | None
+) -> str | None:
+    """After the first update: a message when the episodes still to come into a buffer of ``capacity``
+    (``size`` stored) need more than ``MEMORY_SHARE`` of the ``available`` bytes, else None.
+
+    The check at construction counts the buffer alone; the first update shows what the learner's step
+    takes beside it (``rss``, this process's memory now), which on large maps is several GiB (bane_vs_bane,
+    batch 128: about 6 GiB). Without this check such a run would be killed by the OS when the buffer fills.
+    """
+    if available is None or rss is None or size >= capacity:
+        return None
+    need = (capacity - size) * bytes_per_episode
+    allowed = int(MEMORY_SHARE * available)
+    if need <= allowed:
+        return None
+    gib = 2**30
+    fits = size + allowed // bytes_per_episode
+    return (
+        f"the replay buffer would outgrow the memory: after the first update this process holds "
+        f"{rss / gib:.1f} GiB ({size} of {capacity} episodes stored, the learner's step included) and the "
+        f"{capacity - size} episodes still to come need {need / gib:.1f} GiB more, but only "
+        f"{available / gib:.1f} GiB are available ({int(MEMORY_SHARE * 100)} % of it may go to the buffer); "
+        f"the OS would kill the run when the buffer is about {100 * fits // capacity} % full. "
+        f"Start again with learner.buffer_size={fits} or less, or learner.buffer_max_gib="
+        f"{fits * bytes_per_episode / gib:.1f} or less (learner.memory_check=false runs on regardless)"
+    )
 
 
 def check_fits(scheme: Scheme, capacity: int, available: int | None) -> None:

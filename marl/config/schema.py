@@ -79,6 +79,7 @@ class BaseLearnerConfig:
     batch_size: int = 128  # episodes per train step
     buffer_size: int = 5000  # episodes in the replay buffer
     buffer_max_gib: float = 0.0  # > 0: hold at most this many GiB (fewer episodes on large maps); 0: no cap
+    memory_check: bool = True  # stop after the first update if filling the buffer would run out of memory
     use_jit: bool = True  # compile the train step with ms.jit
     on_nonfinite: str = "stop"  # NaN/inf loss or gradient (the update is never applied): stop | skip
 
