@@ -230,15 +230,12 @@ class Trainer:
             if not self.buffer.can_sample(n):
                 return None
             batch = self.buffer.sample(n, self.rng)
+        check = self.train_steps == 0 and self.buffer is not None and self.cfg.learner.memory_check
+        before = process_rss() if check else None
         out = self.learner.train(batch, self.t_env, self.episode)
         self.train_steps += 1
-        if self.train_steps == 1 and self.buffer is not None and self.cfg.learner.memory_check:
-            b = self.buffer
-            short = fill_shortfall(
-                b.capacity, b.size, self.scheme.bytes_per_episode(), process_rss(), available_memory()
-            )
-            if short is not None:
-                raise RunStopped(f"stopped at t_env={self.t_env}: {short}", exit_code=1)
+        if check:
+            self._check_memory(batch, before)
         weights = self.learner.actor_weights()
         self._check_finite(out, weights)
         self.controller.load_weights(weights)
@@ -247,6 +244,28 @@ class Trainer:
             for key, values in self.learner.histograms(batch).items():
                 self.logger.log_histogram(key, values, self.t_env)
         return out
+
+    def _check_memory(self, batch: EpisodeBatch, before: int | None) -> None:
+        """After the first update: stop (exit 1) if the rest of the buffer, and the learner's step grown to
+        full-length episodes (its memory taken as proportional to the slots of the batch), would not fit."""
+        rss, buf = process_rss(), self.buffer
+        growth = 0
+        if rss is not None and before is not None:
+            used = int(batch.episode_lengths().max()) + 1  # slots the first batch filled
+            growth = int(max(rss - before, 0) * (self.scheme.max_seq_length / max(used, 1) - 1))
+        available = available_memory()
+        if rss is not None and available is not None:
+            gib, rest = 2**30, (buf.capacity - buf.size) * self.scheme.bytes_per_episode()
+            print(
+                f"[memory] after the first update: {rss / gib:.1f} GiB resident; the buffer's "
+                f"{buf.capacity - buf.size} episodes to come {rest / gib:.1f} GiB, the learner's step on "
+                f"full-length episodes {growth / gib:.1f} GiB more (estimated); "
+                f"{available / gib:.1f} GiB available"
+            )
+        per_episode = self.scheme.bytes_per_episode()
+        short = fill_shortfall(buf.capacity, buf.size, per_episode, rss, available, growth)
+        if short is not None:
+            raise RunStopped(f"stopped at t_env={self.t_env}: {short}", exit_code=1)
 
     def _check_finite(self, out: dict[str, float], weights: dict[str, np.ndarray]) -> None:
         """``learner.on_nonfinite`` (see :func:`marl.signals.nonfinite_report`): stop, or count a skip."""

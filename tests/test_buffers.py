@@ -116,13 +116,17 @@ def test_fill_shortfall_names_a_size_that_fits_after_the_first_update():
 
     mib, gib = 2**20, 2**30
     # 8 MiB episodes, 1000 of them, 128 stored: 872 * 8 MiB = 6.8 GiB still to come
-    assert fill_shortfall(1000, 128, 8 * mib, 9 * gib, 10 * gib) is None  # 8 GiB may go to the buffer
+    assert fill_shortfall(1000, 128, 8 * mib, 9 * gib, 10 * gib) is None  # 8 GiB may go to them
     msg = fill_shortfall(1000, 128, 8 * mib, 9 * gib, 4 * gib)
     fits = 128 + int(MEMORY_SHARE * 4 * gib) // (8 * mib)
     assert f"learner.buffer_size={fits} or less" in msg and fits == 537
-    assert "6.8 GiB more" in msg and "9.0 GiB" in msg and "learner.memory_check=false" in msg
+    assert "need 6.8 GiB more" in msg and "holds 9.0 GiB" in msg and "learner.memory_check=false" in msg
     assert f"learner.buffer_max_gib={fits * 8 * mib / gib:.1f} or less" in msg
-    # a full buffer, or memory that cannot be read: nothing to say
+    # the learner's step growing by 2 GiB on longer episodes: it no longer fits, and fewer episodes do
+    msg = fill_shortfall(1000, 128, 8 * mib, 9 * gib, 10 * gib, growth=2 * gib)
+    assert "(2.0 GiB more than now) need 8.8 GiB more" in msg
+    assert f"learner.buffer_size={128 + (int(MEMORY_SHARE * 10 * gib) - 2 * gib) // (8 * mib)} or less" in msg
+    # a full buffer with no growth, or memory that cannot be read: nothing to say
     assert fill_shortfall(1000, 1000, 8 * mib, 9 * gib, 1) is None
     assert fill_shortfall(1000, 128, 8 * mib, None, 4 * gib) is None
     assert fill_shortfall(1000, 128, 8 * mib, 9 * gib, None) is None

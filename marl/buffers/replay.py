@@ -50,31 +50,39 @@ def process_rss() -> int | None:
 
 
 def fill_shortfall(
-    capacity: int, size: int, bytes_per_episode: int, rss: int | None, available: int | None
+    capacity: int,
+    size: int,
+    bytes_per_episode: int,
+    rss: int | None,
+    available: int | None,
+    growth: int = 0,
 ) -> str | None:
-    """After the first update: a message when the episodes still to come into a buffer of ``capacity``
-    (``size`` stored) need more than ``MEMORY_SHARE`` of the ``available`` bytes, else None.
+    """After the first update: a message when what is still to come, the ``capacity - size`` episodes the
+    buffer has yet to take plus ``growth`` bytes (the learner's step on longer episodes, see the trainer),
+    needs more than ``MEMORY_SHARE`` of the ``available`` bytes, else None.
 
     The check at construction counts the buffer alone; the first update shows what the learner's step
     takes beside it (``rss``, this process's memory now), which on large maps is several GiB (bane_vs_bane,
-    batch 128: about 6 GiB). Without this check such a run would be killed by the OS when the buffer fills.
+    batch 128, full-length episodes: about 6 GiB). Without this check such a run would be killed by the OS
+    when the buffer fills.
     """
-    if available is None or rss is None or size >= capacity:
+    if available is None or rss is None:
         return None
-    need = (capacity - size) * bytes_per_episode
+    need = max(capacity - size, 0) * bytes_per_episode + max(growth, 0)
     allowed = int(MEMORY_SHARE * available)
     if need <= allowed:
         return None
     gib = 2**30
-    fits = size + allowed // bytes_per_episode
+    fits = size + max(allowed - max(growth, 0), 0) // bytes_per_episode
     return (
         f"the replay buffer would outgrow the memory: after the first update this process holds "
-        f"{rss / gib:.1f} GiB ({size} of {capacity} episodes stored, the learner's step included) and the "
-        f"{capacity - size} episodes still to come need {need / gib:.1f} GiB more, but only "
-        f"{available / gib:.1f} GiB are available ({int(MEMORY_SHARE * 100)} % of it may go to the buffer); "
-        f"the OS would kill the run when the buffer is about {100 * fits // capacity} % full. "
-        f"Start again with learner.buffer_size={fits} or less, or learner.buffer_max_gib="
-        f"{fits * bytes_per_episode / gib:.1f} or less (learner.memory_check=false runs on regardless)"
+        f"{rss / gib:.1f} GiB ({size} of {capacity} episodes stored, the learner's step included); the "
+        f"{max(capacity - size, 0)} episodes still to come and the learner's step on full-length episodes "
+        f"({max(growth, 0) / gib:.1f} GiB more than now) need {need / gib:.1f} GiB more, but only "
+        f"{available / gib:.1f} GiB are available ({int(MEMORY_SHARE * 100)} % of it may go to them), so the "
+        f"OS would kill the run part-way. Start again with learner.buffer_size={fits} or less, or "
+        f"learner.buffer_max_gib={fits * bytes_per_episode / gib:.1f} or less "
+        f"(learner.memory_check=false runs on regardless)"
     )
 
 
