@@ -91,6 +91,7 @@ class Trainer:
         self.last = {"test": -math.inf, "log": 0, "save": 0, "hist": 0}
         self.best_metric = -math.inf
         self._closed = self._said_inexact = False
+        self._memory_checked = False  # after this process's first update (also after a resume)
         self.last_plot = -math.inf  # wall-clock of the last curves.png during the run
         if payload is not None:
             print(f"[resume] {payload['_checkpoint']['path']} (t_env={payload['meta']['t_env']})")
@@ -230,11 +231,12 @@ class Trainer:
             if not self.buffer.can_sample(n):
                 return None
             batch = self.buffer.sample(n, self.rng)
-        check = self.train_steps == 0 and self.buffer is not None and self.cfg.learner.memory_check
+        check = not self._memory_checked and self.buffer is not None and self.cfg.learner.memory_check
         before = process_rss() if check else None
         out = self.learner.train(batch, self.t_env, self.episode)
         self.train_steps += 1
         if check:
+            self._memory_checked = True
             self._check_memory(batch, before)
         weights = self.learner.actor_weights()
         self._check_finite(out, weights)
