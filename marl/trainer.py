@@ -250,21 +250,20 @@ class Trainer:
     def _check_memory(self, batch: EpisodeBatch, before: int | None) -> None:
         """After the first update: stop (exit 1) if the rest of the buffer, and the learner's step grown to
         full-length episodes (its memory taken as proportional to the slots of the batch), would not fit."""
-        rss, buf = process_rss(), self.buffer
+        rss, buf, per_episode = process_rss(), self.buffer, self.scheme.bytes_per_episode()
         growth = 0
         if rss is not None and before is not None:
             used = int(batch.episode_lengths().max()) + 1  # slots the first batch filled
             growth = int(max(rss - before, 0) * (self.scheme.max_seq_length / max(used, 1) - 1))
         available = available_memory()
         if rss is not None and available is not None:
-            gib, rest = 2**30, (buf.capacity - buf.size) * self.scheme.bytes_per_episode()
+            gib, rest = 2**30, (buf.capacity - buf.size) * per_episode
             print(
                 f"[memory] after the first update: {rss / gib:.1f} GiB resident; the buffer's "
                 f"{buf.capacity - buf.size} episodes to come {rest / gib:.1f} GiB, the learner's step on "
                 f"full-length episodes {growth / gib:.1f} GiB more (estimated); "
                 f"{available / gib:.1f} GiB available"
             )
-        per_episode = self.scheme.bytes_per_episode()
         short = fill_shortfall(buf.capacity, buf.size, per_episode, rss, available, growth)
         if short is not None:
             raise RunStopped(f"stopped at t_env={self.t_env}: {short}", exit_code=1)

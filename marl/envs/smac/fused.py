@@ -45,8 +45,10 @@ from marl.envs.smac.types import MEDIVAC_MAP_TYPES
 
 @njit(cache=True)
 def scratch(u):
-    """Per-thread work arrays of :func:`step_env` for ``u`` units: (buf, idx, perm, prev health/shield)."""
-    return np.empty((u, 4)), np.empty(u, dtype=np.int64), np.empty(u, dtype=np.int64), np.empty((2, u))
+    """Per-thread work arrays of :func:`step_env` for ``u`` units: (buf, idx, perm, prev health/shield,
+    end code)."""
+    idx, perm, code = np.empty(u, dtype=np.int64), np.empty(u, dtype=np.int64), np.empty(1, dtype=np.int64)
+    return np.empty((u, 4)), idx, perm, np.empty((2, u)), code
 
 
 @njit(cache=True)
@@ -82,7 +84,7 @@ def step_env(e, actions, eng, S, rng, work, ep, rules, view, out):
     steps, last_action, dead, running, battles_won, battles_game, timeouts = ep
     end_reward, sparse, divisor, episode_limit, continuing = rules[0], rules[1], rules[2], rules[3], rules[4]
     reward, term, won, n_dead, limit = out
-    buf, idx, perm, prev = work
+    buf, idx, perm, prev, code = work
     n_act = last_action.shape[2]
     for i in range(na):
         for a in range(n_act):
@@ -91,7 +93,6 @@ def step_env(e, actions, eng, S, rng, work, ep, rules, view, out):
     prev[1] = S[e, :, S_SH]
     _step_env(e, actions, *eng, S, rng, buf, idx, perm)
     r = slice(e, e + 1)
-    code = np.empty(1, dtype=np.int64)
     n_dead[e] = 0
     reward_end_kernel(
         na, prev[0:1], prev[1:2], S[r, :, S_HP], S[r, :, S_SH], dead[r], *rules[5:], reward[r], code,
@@ -116,16 +117,25 @@ def step_env(e, actions, eng, S, rng, work, ep, rules, view, out):
 
 
 @njit(cache=True)
-def step_envs(mask, actions, avail_now, eng, S, rng, ep, rules, view, out):
-    """:func:`step_env` for every env with ``mask[e]``, one after another; returns -1, or ``e * na + i`` for
-    the first action that ``avail_now`` (the available actions before the step) does not allow (then
-    nothing has changed)."""
-    na = eng[0]
-    for e in range(S.shape[0]):
+def first_bad(mask, actions, avail_now):
+    """-1, or ``e * n_agents + i`` for the first action of a masked env that ``avail_now`` (the available
+    actions before the step) does not allow."""
+    na = actions.shape[1]
+    for e in range(mask.shape[0]):
         if mask[e]:
             i = bad_agent(e, actions, avail_now)
             if i >= 0:
                 return e * na + i
+    return -1
+
+
+@njit(cache=True)
+def step_envs(mask, actions, avail_now, eng, S, rng, ep, rules, view, out):
+    """:func:`step_env` for every env with ``mask[e]``, one after another; returns -1, or
+    :func:`first_bad`'s index (then nothing has changed)."""
+    bad = first_bad(mask, actions, avail_now)
+    if bad >= 0:
+        return bad
     work = scratch(S.shape[1])
     for e in range(S.shape[0]):
         if mask[e]:
@@ -137,12 +147,10 @@ def step_envs(mask, actions, avail_now, eng, S, rng, ep, rules, view, out):
 def step_envs_parallel(chunks, mask, actions, avail_now, eng, S, rng, ep, rules, view, out):
     """:func:`step_envs` with the envs split into ``chunks`` contiguous chunks on Numba's threads (each env
     owns its random stream and rows, so the results are those of the serial call)."""
-    na, E = eng[0], S.shape[0]
-    for e in range(E):
-        if mask[e]:
-            i = bad_agent(e, actions, avail_now)
-            if i >= 0:
-                return e * na + i
+    bad = first_bad(mask, actions, avail_now)
+    if bad >= 0:
+        return bad
+    E = S.shape[0]
     for c in prange(chunks):
         work = scratch(S.shape[1])
         for e in range(c * E // chunks, (c + 1) * E // chunks):
@@ -177,12 +185,22 @@ def fused_reset(env: Any, mask: np.ndarray) -> None:
     """``env.reset_envs(mask)`` after the first reset, in one compiled call (fresh observation arrays when
     every env restarts, as the reference path gives; else the restarted rows rewritten)."""
     eng = env.engine
-    if mask.all():
-        avail, obs, state = np.empty_like(env._avail), np.empty_like(env._obs), np.empty_like(env._state)
-    else:
-        avail, obs, state = env._avail, env._obs, env._state
+    avail, obs, state = _view_arrays(env, fresh=bool(mask.all()))
     engine, ep, _ = fused_args(env)
     reset_envs(mask, engine, spawn_args(env), eng.S, eng.rng, ep, view_args(env, avail, obs, state))
+    _adopt(env, avail, obs, state)
+
+
+def _view_arrays(env: Any, fresh: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(avail, obs, state) to write: new ones when every env is rewritten (as the reference path gives),
+    else the env's own, whose rewritten rows change."""
+    if fresh:
+        return np.empty_like(env._avail), np.empty_like(env._obs), np.empty_like(env._state)
+    return env._avail, env._obs, env._state
+
+
+def _adopt(env: Any, avail: np.ndarray, obs: np.ndarray, state: np.ndarray) -> None:
+    """Make the written arrays the env's; its units are taken from the engine when next read."""
     env._avail, env._obs = avail, obs
     env._state = obs.reshape(env.n_envs, -1).copy() if env.opts.obs_instead_of_state else state
     env._units_stale = True
@@ -200,13 +218,8 @@ def fused_step(
     if a.dtype.kind not in "iu":
         env._check_actions(a, np.arange(E))  # the reference's dtype and range errors
     a = np.ascontiguousarray(a, dtype=np.int64)
-    if mask is None:
-        mask = env._all_envs
-        avail = np.empty_like(env._avail)
-        obs = np.empty_like(env._obs)
-        state = np.empty_like(env._state)
-    else:
-        avail, obs, state = env._avail, env._obs, env._state
+    avail, obs, state = _view_arrays(env, fresh=mask is None)
+    mask = env._all_envs if mask is None else mask
     out = step_outputs(E)
     eng, ep, rules = fused_args(env)
     view = view_args(env, avail, obs, state)
@@ -220,9 +233,7 @@ def fused_step(
         rows = np.flatnonzero(mask)
         env._check_actions(a[rows], rows)  # raises the reference's message
         raise AssertionError(f"fused step refused action index {bad} that the reference accepts")
-    env._avail, env._obs = avail, obs
-    env._state = obs.reshape(E, -1).copy() if env.opts.obs_instead_of_state else state
-    env._units_stale = True  # env._units is taken from the engine when next read
+    _adopt(env, avail, obs, state)
     reward, term, won, n_dead, limit = out
     info = {"battle_won": won, "dead_allies": n_dead[:, 0], "dead_enemies": n_dead[:, 1]}
     info["episode_limit"] = limit

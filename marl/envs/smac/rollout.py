@@ -87,7 +87,6 @@ def random_rollout(env: Any, uniforms_KEN: np.ndarray) -> tuple[np.ndarray, np.n
     out_won = np.zeros((k, E), dtype=np.bool_)
     step_out = step_outputs(E)
     engine, ep, rules = fused_args(env)
-    env._avail = np.ascontiguousarray(env._avail, dtype=np.int64)
     view = view_args(env, env._avail, env._obs, env._state)
     spawn = spawn_args(env)
     acts = np.zeros((E, env.n_agents), dtype=np.int64)
