@@ -192,8 +192,8 @@ def test_time_buckets_cut_padding_without_changing_loss_or_gradient(timeout: boo
 @pytest.mark.slow
 def test_jitted_step_compiles_each_bucket_once_and_matches_eager() -> None:
     info = EnvInfo(n_agents=3, n_actions=5, obs_shape=6, state_shape=8, episode_limit=12)
-    eager = QLearner(info, cfg(use_jit=False, time_bucket=4))
-    jitted = QLearner(info, cfg(use_jit=True, time_bucket=4))
+    eager = QLearner(info, cfg(use_jit=False, time_bucket=4, length_groups=1))
+    jitted = QLearner(info, cfg(use_jit=True, time_bucket=4, length_groups=1))
     jitted.load_state_dict(eager.state_dict())
     for i, lengths in enumerate([[2, 3, 2, 1], [9, 3, 2, 4], [2, 2, 3, 3]]):  # 4, 12 and 4 slots
         batch = make_batch(50 + i, lengths=lengths, info=info)

@@ -99,6 +99,8 @@ class QLearnerConfig(BaseLearnerConfig):
     #   -1 = whole episode; C > 0 = chunks of C
     time_bucket: int = 16  # whole-episode BPTT: train on the slots up to the batch's longest episode,
     #   rounded up to a multiple of this (each length compiles once; exact); 0 = all slots
+    length_groups: int = 2  # whole-episode BPTT: 2 = the batch's longest eighth of episodes and the rest
+    #   as two groups, each padded to its own length, gradients summed (exact); 1 = one padded batch
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,7 @@ class WQMIXConfig(QLearnerConfig):
     qmix_loss: float = 1.0  # coefficient of the weighted QMIX loss
     central_loss: float = 1.0  # coefficient of the central Q* loss
     central_embed_dim: int = 256  # width of the central feed-forward mixer
+    length_groups: int = 1  # one padded batch (length groups split q_learner's loss only)
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,7 @@ class QTRANConfig(QLearnerConfig):
     opt_loss: float = 1.0  # lambda_opt, weight of L_opt (pymarl's qtran.yaml)
     nopt_min_loss: float = 0.1  # lambda_nopt, weight of L_nopt (pymarl's qtran.yaml)
     qtran_embed_dim: int = 64  # width of Q_jt and V_jt (pymarl's mixing_embed_dim for qtran)
+    length_groups: int = 1  # one padded batch (length groups split q_learner's loss only)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from marl.controllers.mac import MultiAgentController, build_agent_inputs, input
 from marl.envs.base import EnvInfo
 from marl.learners.optim import clip_and_apply, make_optimizer
 from marl.learners.q_chunked import HYBRID_MAX_SLOTS, ChunkedBPTT, resolve_bptt_chunk
+from marl.learners.q_groups import LengthGroups, check_length_groups
 from marl.learners.targets import (
     bucketed_slots,
     check_time_bucket,
@@ -115,7 +116,7 @@ def _build_nets(info: EnvInfo, cfg: Config) -> QNets:
 
 
 @register("learner", "q_learner")
-class QLearner(ChunkedBPTT):
+class QLearner(ChunkedBPTT, LengthGroups):
     """IQL / VDN / QMIX learner over padded episode batches (see the module docstring for papers)."""
 
     stat_names = STAT_NAMES  # what the step returns, in order (a subclass with another loss extends it)
@@ -167,22 +168,42 @@ class QLearner(ChunkedBPTT):
             self._forward, self._targets_fn, self._grad_fn, self._apply = self._make_chunked()
         if not self.bptt_chunk or self.hybrid_slots:
             self._step, self._whole_grad_fn = self._make_step()
+        check_length_groups(lc.length_groups)
+        if lc.length_groups > 1 and type(self)._make_step is not QLearner._make_step:
+            raise ValueError(
+                f"learner.length_groups={lc.length_groups} splits the loss of q_learner (IQL/VDN/QMIX/QPLEX) "
+                f"only; learner {lc.name!r} trains one padded batch: set learner.length_groups=1"
+            )
+        use_groups = lc.length_groups > 1 and not self.bptt_chunk
+        self._groups = self._make_grouped(self._loss_fn()) if use_groups else None
         self._soft = self._make_soft_update()
 
     # ------------------------------------------------------------------------------- the train step
     def _make_step(self):  # noqa: ANN202 (returns a compiled function)
+        lc = self.cfg.learner
+        return q_train_step(self._loss_fn(), self.params, self.optimizer, float(lc.grad_norm_clip), lc.use_jit)
+
+    def _loss_fn(self):  # noqa: ANN202 (a graph function)
+        """The whole-episode loss over padded episodes: ``loss_fn(*batch, m_t, pow_vec, n_valid=None)``
+        (``n_valid``: the transition count to divide by, when the batch is a part of one)."""
         lc, nets = self.cfg.learner, self.nets
         agent, target_agent = nets.agent, nets.target_agent
         mixer, target_mixer = nets.mixer, nets.target_mixer
         gamma, lam, double_q = float(lc.gamma), float(lc.td_lambda), bool(lc.double_q)
-        clip = float(lc.grad_norm_clip)
-        optimizer = self.optimizer
-
         bootstrap = make_bootstrap(target_mixer, double_q)
         uses_actions = mixer_uses_actions(mixer)
 
         def loss_fn(
-            inputs_BTNI, avail_BTNA, actions_BTN1, reward_BT1, term_BT1, mask_BT1, state_BTS, m_t, pow_vec
+            inputs_BTNI,
+            avail_BTNA,
+            actions_BTN1,
+            reward_BT1,
+            term_BT1,
+            mask_BT1,
+            state_BTS,
+            m_t,
+            pow_vec,
+            n_valid=None,
         ):
             q_BTNA = agent.unroll(inputs_BTNI)
             target_q_BTNA = ops.stop_gradient(target_agent.unroll(inputs_BTNI, need_grad=False))
@@ -199,17 +220,22 @@ class QLearner(ChunkedBPTT):
                 state_BTS[:, :-1],
                 targets,
                 mask_BT1,
+                n_valid,
             )
 
-        return q_train_step(loss_fn, self.params, optimizer, clip, lc.use_jit)
+        return loss_fn
 
-    def _arrays(self, batch: EpisodeBatch) -> list[np.ndarray]:
-        """NumPy batch -> the whole-episode step's input arrays (checked against EnvInfo)."""
+    def _arrays(
+        self, batch: EpisodeBatch, t: int | None = None, rows: np.ndarray | None = None
+    ) -> list[np.ndarray]:
+        """NumPy batch -> the whole-episode step's input arrays (checked against EnvInfo), of the episodes
+        ``rows`` (None = all) over the first ``t`` slots (None = all). The cut comes first, so the padding
+        beyond ``t`` is never copied or converted."""
         info, a = self.info, self.cfg.agent
-        b, t = batch["filled"].shape[:2]
-        if t != self.t_slots:
+        b, t_all = batch["filled"].shape[:2]
+        if t_all != self.t_slots:
             raise ValueError(
-                f"batch has {t} time slots; this learner is compiled for episode_limit + 1 = "
+                f"batch has {t_all} time slots; this learner is compiled for episode_limit + 1 = "
                 f"{self.t_slots} (pad episodes with EpisodeBatch, do not truncate)"
             )
         want = {
@@ -220,20 +246,26 @@ class QLearner(ChunkedBPTT):
             "actions_onehot": (info.n_agents, info.n_actions),
         }
         for key, shape in want.items():
-            if batch[key].shape != (b, t) + shape:
-                raise ValueError(f"batch[{key!r}] has shape {batch[key].shape}, expected {(b, t) + shape}")
-        mask = transition_mask(batch["filled"], batch["terminated"])
-        if mask.sum() <= 0:
+            if batch[key].shape != (b, t_all) + shape:
+                raise ValueError(f"batch[{key!r}] has shape {batch[key].shape}, expected {(b, t_all) + shape}")
+        whole = rows is None
+        t, rows = (t_all if t is None else t), (slice(None) if rows is None else rows)
+
+        def get(key: str) -> np.ndarray:
+            return batch[key][rows, :t]
+
+        mask = transition_mask(get("filled"), get("terminated"))
+        if whole and mask.sum() <= 0:  # a group (rows) of a batch with transitions may have none
             raise ValueError("batch holds no transitions (filled mask is empty)")
-        inputs = build_agent_inputs(batch["obs"], batch["actions_onehot"], a.obs_last_action, a.obs_agent_id)
+        inputs = build_agent_inputs(get("obs"), get("actions_onehot"), a.obs_last_action, a.obs_agent_id)
         arrays = [
             inputs,
-            np.asarray(batch["avail_actions"], np.int32),
-            np.asarray(batch["actions"][:, :-1], np.int64),
-            np.asarray(batch["reward"][:, :-1], np.float32),
-            np.asarray(batch["terminated"][:, :-1], np.float32),
+            np.asarray(get("avail_actions"), np.int32),
+            np.asarray(get("actions")[:, :-1], np.int64),
+            np.asarray(get("reward")[:, :-1], np.float32),
+            np.asarray(get("terminated")[:, :-1], np.float32),
             mask,
-            np.asarray(batch["state"], np.float32),
+            np.asarray(get("state"), np.float32),
         ]
         return [np.ascontiguousarray(x) for x in arrays]
 
@@ -253,11 +285,12 @@ class QLearner(ChunkedBPTT):
     def _tensors(self, batch: EpisodeBatch) -> list[ms.Tensor]:
         """NumPy batch -> the whole-episode step's input tensors, cut to :meth:`train_slots` slots, plus the
         TD(lambda) constants for that length (the one NumPy -> Tensor crossing per train call)."""
-        arrays = self._arrays(batch)
-        t = self.train_slots(batch["filled"])
-        # inputs, avail and state cover T slots; actions, reward, terminated and mask cover T - 1
-        cut = [np.ascontiguousarray(x[:, : t if i in (0, 1, 6) else t - 1]) for i, x in enumerate(arrays)]
-        return [Tensor.from_numpy(x) for x in cut] + list(self._lambda_tensors(t))
+        return self._cut(batch, self.train_slots(batch["filled"]))
+
+    def _cut(self, batch: EpisodeBatch, t: int, rows: np.ndarray | None = None) -> list[ms.Tensor]:
+        """:meth:`_arrays` of the episodes ``rows`` over ``t`` slots as tensors, plus the TD(lambda)
+        constants for ``t`` slots (the one NumPy -> Tensor crossing per train call)."""
+        return [Tensor.from_numpy(x) for x in self._arrays(batch, t, rows)] + list(self._lambda_tensors(t))
 
     def train(self, batch: EpisodeBatch, t_env: int, episode: int) -> dict[str, float]:
         """One gradient step on ``batch``; updates targets on schedule. Returns the step's statistics."""
@@ -265,6 +298,8 @@ class QLearner(ChunkedBPTT):
             loss, stats, grads = self._chunked_loss_and_grads(batch)
             grad_norm = self._apply(*grads)
             out = ops.concat([loss.reshape(1), stats, grad_norm.reshape(1)]).asnumpy()
+        elif self._groups and (groups := self._group_split(batch["filled"])):
+            out = self._grouped_step(batch, groups)
         else:
             out = self._step(*self._tensors(batch)).asnumpy()
         self.train_steps += 1
