@@ -1,10 +1,10 @@
 """Length groups for the Q-learner's whole-episode step (``learner.length_groups``).
 
 A replay batch is padded to its longest episode (pymarl's ``max_t_filled``), and the step's cost grows with
-batch x slots. While the agents still explore, a few episodes of a batch run to the time limit and the rest end
-far sooner: QMIX on 8m (limit 120, batch 128) drew 2-9 episodes of 121 slots into every batch of its first 17k
-env steps, while the batch's mean was 32-40 filled slots, so two thirds of the step's work was padding
-(``benchmarks/results/learn_smac.md``).
+batch x slots. While the agents still explore, a few episodes of a batch run to the time limit and the rest
+end far sooner: QMIX on 8m (limit 120, batch 128) drew 1-9 episodes of 121 slots into every batch of its
+first 35k env steps, while the batch's mean was 28-40 filled slots, so about two thirds of the step's work
+was padding (``benchmarks/results/learn_smac.md``).
 
 With ``length_groups: 2`` the batch is split by length: its ``max(1, B // 8)`` longest episodes form one group
 and the rest the other, and each group runs over its own bucketed length (``learner.time_bucket``). The two
@@ -102,4 +102,3 @@ class LengthGroups:
         loss, stats, grads = self._grouped_loss_and_grads(batch, groups)
         grad_norm = self._groups[1](*grads[0], *grads[1])
         return ops.concat([loss.reshape(1), stats, grad_norm.reshape(1)]).asnumpy()
-

@@ -181,7 +181,8 @@ class QLearner(ChunkedBPTT, LengthGroups):
     # ------------------------------------------------------------------------------- the train step
     def _make_step(self):  # noqa: ANN202 (returns a compiled function)
         lc = self.cfg.learner
-        return q_train_step(self._loss_fn(), self.params, self.optimizer, float(lc.grad_norm_clip), lc.use_jit)
+        clip = float(lc.grad_norm_clip)
+        return q_train_step(self._loss_fn(), self.params, self.optimizer, clip, lc.use_jit)
 
     def _loss_fn(self):  # noqa: ANN202 (a graph function)
         """The whole-episode loss over padded episodes: ``loss_fn(*batch, m_t, pow_vec, n_valid=None)``
@@ -247,7 +248,8 @@ class QLearner(ChunkedBPTT, LengthGroups):
         }
         for key, shape in want.items():
             if batch[key].shape != (b, t_all) + shape:
-                raise ValueError(f"batch[{key!r}] has shape {batch[key].shape}, expected {(b, t_all) + shape}")
+                expected = (b, t_all) + shape
+                raise ValueError(f"batch[{key!r}] has shape {batch[key].shape}, expected {expected}")
         whole = rows is None
         t, rows = (t_all if t is None else t), (slice(None) if rows is None else rows)
 
