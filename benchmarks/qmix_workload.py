@@ -23,15 +23,21 @@ def map_info(name: str) -> EnvInfo:
         env.close()
 
 
-def synthetic_batch(info: EnvInfo, b: int, seed: int, max_len: int = 0) -> EpisodeBatch:
+def synthetic_batch(
+    info: EnvInfo, b: int, seed: int, max_len: int = 0, lengths: list[int] | None = None
+) -> EpisodeBatch:
     """``b`` padded episodes of random length ``min(20, max_len)..max_len`` (default: the episode limit;
-    the first episode is ``max_len`` long, shorter ones terminate)."""
+    the first episode is ``max_len`` long), or of the given ``lengths``; an episode shorter than the limit
+    terminates, one of the limit's length timed out."""
     rng = np.random.default_rng(seed)
     eb = EpisodeBatch(Scheme(info), b)
     n, a = info.n_agents, info.n_actions
     max_len = max_len or info.episode_limit
     for row in range(b):
-        ep_len = max_len if row == 0 else int(rng.integers(min(20, max_len), max_len + 1))
+        if lengths is not None:
+            ep_len = int(lengths[row])
+        else:
+            ep_len = max_len if row == 0 else int(rng.integers(min(20, max_len), max_len + 1))
         d = eb.data
         d["obs"][row, : ep_len + 1] = rng.normal(size=(ep_len + 1, n, info.obs_shape))
         d["state"][row, : ep_len + 1] = rng.normal(size=(ep_len + 1, info.state_shape))

@@ -27,7 +27,7 @@ from marl.config import Config, config_from_dict, config_to_dict, dump_config
 from marl.config.schema import ALG_SECTIONS
 from marl.envs.base import EnvInfo
 from marl.envs.factory import EnvFactory, make_env_fn, probe_env_info  # noqa: F401 (re-exported)
-from marl.learners.base import Learner
+from marl.learners.base import Learner, step_footprint
 from marl.logging import Logger
 from marl.run_folder import RunLock, create_run_dir, default_run_name
 from marl.runners import RolloutStats
@@ -249,12 +249,13 @@ class Trainer:
 
     def _check_memory(self, batch: EpisodeBatch, before: int | None) -> None:
         """After the first update: stop (exit 1) if the rest of the buffer, and the learner's step grown to
-        full-length episodes (its memory taken as proportional to the slots of the batch), would not fit."""
+        full-length episodes (its memory taken as proportional to the episodes x slots of its largest graph,
+        :func:`~marl.learners.base.step_footprint`), would not fit."""
         rss, buf, per_episode = process_rss(), self.buffer, self.scheme.bytes_per_episode()
         growth = 0
         if rss is not None and before is not None:
-            used = int(batch.episode_lengths().max()) + 1  # slots the first batch filled
-            growth = int(max(rss - before, 0) * (self.scheme.max_seq_length / max(used, 1) - 1))
+            full = batch.batch_size * self.scheme.max_seq_length
+            growth = int(max(rss - before, 0) * (full / max(step_footprint(self.learner, batch), 1) - 1))
         available = available_memory()
         if rss is not None and available is not None:
             gib, rest = 2**30, (buf.capacity - buf.size) * per_episode

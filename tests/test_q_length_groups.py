@@ -10,6 +10,7 @@ from test_q_learner import cfg, make_batch  # tests/ is on sys.path under pytest
 from marl.config.schema import Config, MixerConfig, WQMIXConfig
 from marl.envs.base import EnvInfo
 from marl.learners import QLearner
+from marl.learners.base import step_footprint
 from marl.learners.q_groups import split_by_length
 from marl.learners.wqmix_learner import WQMIXLearner
 from marl.utils.ms import setup
@@ -91,3 +92,12 @@ def test_bad_length_groups_are_refused_with_the_allowed_values() -> None:
     with pytest.raises(ValueError, match="length_groups=2 splits the loss of q_learner"):
         WQMIXLearner(INFO, bad)
     assert WQMIXConfig().length_groups == 1  # its default trains one padded batch
+
+
+def test_memory_check_footprint_is_the_largest_group() -> None:
+    """The trainer scales the first update's memory by batch x full length over this footprint."""
+    batch = make_batch(43, b=16, lengths=LENGTHS, info=INFO)
+    two = QLearner(INFO, cfg(time_bucket=4, length_groups=2))
+    one = QLearner(INFO, cfg(time_bucket=4, length_groups=1))
+    assert step_footprint(one, batch) == 16 * 21  # the whole batch up to its longest episode (21 slots)
+    assert step_footprint(two, batch) == max(2 * 21, 14 * 8)  # the two longest; the rest up to 7 steps + 1

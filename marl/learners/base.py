@@ -48,3 +48,14 @@ class NoHistograms:
     def histograms(self, batch: EpisodeBatch) -> dict[str, np.ndarray]:
         """No distributions."""
         return {}
+
+
+def step_footprint(learner: Any, batch: EpisodeBatch) -> int:
+    """Episodes x slots of the largest graph one update on ``batch`` runs, which the trainer's memory check
+    scales to a batch of full-length episodes: the learner's own ``step_footprint(batch)`` where it has one
+    (the Q-learner with length groups runs its batch in two parts), else the whole batch up to its longest
+    episode."""
+    own = getattr(learner, "step_footprint", None)
+    if own is not None:
+        return int(own(batch))
+    return batch.batch_size * (int(batch.episode_lengths().max()) + 1)

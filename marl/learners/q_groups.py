@@ -83,6 +83,15 @@ class LengthGroups:
         lc = self.cfg.learner
         return split_by_length(filled_BT1, lc.length_groups, self.t_slots, lc.time_bucket)
 
+    def step_footprint(self, batch) -> int:  # noqa: ANN001
+        """Episodes x slots of the largest graph an update on ``batch`` runs (for the trainer's memory
+        check, :func:`~marl.learners.base.step_footprint`)."""
+        groups = self._groups and self._group_split(batch["filled"])
+        lengths_B = batch.episode_lengths() + 1
+        if not groups:
+            return len(lengths_B) * int(lengths_B.max())
+        return max(len(rows) * int(lengths_B[rows].max()) for rows, _ in groups)
+
     def _grouped_loss_and_grads(self, batch, groups) -> tuple[ms.Tensor, ms.Tensor, list[tuple]]:  # noqa: ANN001
         """Loss and stats of the whole batch (summed over ``groups``) and each group's gradients."""
         grad_fn = self._groups[0]
