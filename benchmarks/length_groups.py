@@ -1,15 +1,15 @@
 #!/usr/bin/env python
-"""What length groups buy: the QMIX train step at batch 128 with ``learner.length_groups`` 1 and 2, same
-weights, same batches, alternating, on batches whose episode lengths are those of uniformly random play on
-the embedded engine (the policy of a run's first steps, epsilon = 1).
+"""What length groups buy: the QMIX train step at batch 128 (or MAPPO's train call, ``--alg mappo``) with
+``learner.length_groups`` 1 and 2, same weights, same batches, alternating, on batches whose episode
+lengths are those of uniformly random play on the embedded engine (the policy of a run's first steps).
 
 A few random episodes run to the time limit and the rest end far sooner, so one padded batch is mostly
 padding. With ``length_groups: 2`` the batch's longest eighth trains apart from the rest, each part over its
-own bucketed length (``marl/learners/q_groups.py``). The episodes' contents are random (``synthetic_batch``):
-only their lengths matter to the step's cost. The first call of each learner compiles every shape it needs
-(printed); the losses of the first step are compared.
+own bucketed length (``marl/learners/length_groups.py``). The episodes' contents are random
+(``synthetic_batch``): only their lengths matter to the step's cost. The first call of each learner
+compiles every shape it needs (printed); the losses of the first step are compared.
 
-    .venv/bin/python benchmarks/length_groups.py [--maps 3m 8m] [--steps 10] [--out results/length_groups.md]
+    .venv/bin/python benchmarks/length_groups.py [--maps 3m 8m] [--alg qmix|mappo] [--steps 10]
 """
 
 from __future__ import annotations
@@ -27,10 +27,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from qmix_workload import map_info, synthetic_batch  # noqa: E402
 
+from marl.config import load_config  # noqa: E402
 from marl.config.schema import Config, LearnerConfig  # noqa: E402
 from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
 from marl.envs.smac.sim.avail import sample_available  # noqa: E402
 from marl.learners import QLearner  # noqa: E402
+from marl.learners.length_groups import split_by_length  # noqa: E402
+from marl.learners.ppo_learner import PPOLearner  # noqa: E402
+from marl.learners.targets import bucketed_slots  # noqa: E402
 from marl.utils.ms import setup  # noqa: E402
 
 
@@ -49,21 +53,30 @@ def random_play_lengths(name: str, episodes: int, seed: int = 0) -> np.ndarray:
     return np.array(out[:episodes])
 
 
+def make_learner(alg: str, name: str, info, batch: int, groups: int):  # noqa: ANN001, ANN201
+    """``qmix``: the default QLearner config at ``batch``; ``mappo``: the MAPPO config for SMAC (batch 128,
+    15 epochs, one minibatch), both with ``length_groups`` = ``groups``."""
+    if alg == "qmix":
+        return QLearner(
+            info, Config(learner=LearnerConfig(batch_size=batch, use_jit=True, length_groups=groups))
+        )
+    cfg = load_config("mappo", overrides=[f"env.map_name={name}", f"learner.length_groups={groups}"])
+    return PPOLearner(info, cfg)
+
+
 def bench_map(name: str, args: argparse.Namespace) -> tuple[str, list[str]]:
     info = map_info(name)
     lengths = random_play_lengths(name, 2000)
     rng = np.random.default_rng(1)
-    draws = [rng.choice(lengths, args.batch) for _ in range(4)]
-    batches = [synthetic_batch(info, args.batch, s, lengths=d.tolist()) for s, d in enumerate(draws)]
-    learners = {}
-    for g in (1, 2):
-        cfg = Config(learner=LearnerConfig(batch_size=args.batch, use_jit=True, length_groups=g))
-        learners[g] = QLearner(info, cfg)
+    batch = args.batch if args.alg == "qmix" else 128  # MAPPO's SMAC setting: 128 episodes per update
+    draws = [rng.choice(lengths, batch) for _ in range(4)]
+    batches = [synthetic_batch(info, batch, s, lengths=d.tolist()) for s, d in enumerate(draws)]
+    learners = {g: make_learner(args.alg, name, info, batch, g) for g in (1, 2)}
     learners[2].load_state_dict(learners[1].state_dict())
     first, loss = {}, {}
     for g, learner in learners.items():  # every batch once: compiles each shape these batches need
         t0 = time.perf_counter()
-        loss[g] = learner.train(batches[0], 0, 0)["loss"]
+        loss[g] = learner.train(batches[0], 0, 0)["loss"]  # MAPPO: the mean over its epochs
         for b in batches[1:]:
             learner.train(b, 0, 0)
         first[g] = time.perf_counter() - t0
@@ -75,10 +88,10 @@ def bench_map(name: str, args: argparse.Namespace) -> tuple[str, list[str]]:
             times[g].append(time.perf_counter() - t0)
     med = {g: statistics.median(v) * 1e3 for g, v in times.items()}
     limit = info.episode_limit
-    shapes = []
+    shapes, bucket = [], learners[1].cfg.learner.time_bucket
     for b in batches:
-        groups = learners[2]._group_split(b["filled"])
-        one = f"{args.batch}x{learners[1].train_slots(b['filled'])}"
+        groups = split_by_length(b["filled"], 2, limit + 1, bucket)
+        one = f"{batch}x{bucketed_slots(b['filled'], limit + 1, bucket)}"
         shapes.append(one if groups is None else " + ".join(f"{len(r)}x{t}" for r, t in groups))
     filled = [float(d.mean() + 1) for d in draws]
     note = (
@@ -96,6 +109,9 @@ def bench_map(name: str, args: argparse.Namespace) -> tuple[str, list[str]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--maps", nargs="+", default=["3m", "8m"])
+    ap.add_argument(
+        "--alg", choices=("qmix", "mappo"), default="qmix", help="the learner (mappo: PPO, 15 epochs)"
+    )
     ap.add_argument("--steps", type=int, default=10, help="timed steps per learner and map")
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--ms-threads", type=int, default=1, help="MindSpore CPU kernel threads")
@@ -103,6 +119,11 @@ def main() -> None:
     args = ap.parse_args()
     setup(args.ms_threads, seed=0)
     load0 = os.getloadavg()
+    workload = (
+        f"QMIX at batch {args.batch} (the default config)"
+        if args.alg == "qmix"
+        else "MAPPO's SMAC config (batch 128, 15 epochs, one minibatch; a step = one train call)"
+    )
     rows, notes = [], []
     for name in args.maps:
         row, note = bench_map(name, args)
@@ -110,12 +131,12 @@ def main() -> None:
         notes += note
     load = os.getloadavg()
     md = [
-        f"## {time.strftime('%Y-%m-%d %H:%M:%S %Z')}: the QMIX step with and without length groups",
+        f"## {time.strftime('%Y-%m-%d %H:%M:%S %Z')}: {args.alg.upper()} with and without length groups",
         "",
         f"- command: `.venv/bin/python benchmarks/length_groups.py {shlex.join(sys.argv[1:])}`".rstrip(),
         f"- nproc: {os.cpu_count()}; load average before: {' '.join(f'{x:.2f}' for x in load0)}, after: "
         f"{' '.join(f'{x:.2f}' for x in load)}; MindSpore threads {args.ms_threads}",
-        f"- workload: batch {args.batch}, QMIX + TD(lambda) + Adam (the default config); {args.steps} timed "
+        f"- workload: {workload}; {args.steps} timed "
         "steps per learner, alternating over 4 batches; 'first calls' = one step on each batch, every "
         "shape's compile included",
         *notes,
@@ -127,7 +148,7 @@ def main() -> None:
     ]
     print("\n".join(md))
     out = Path(args.out)
-    head = "" if out.exists() else "# Length groups: the QMIX step on batches with a few long episodes\n\n"
+    head = "" if out.exists() else "# Length groups: learner steps on batches with a few long episodes\n\n"
     with out.open("a") as f:
         f.write(head + "\n".join(md) + "\n\n")
 

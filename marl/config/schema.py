@@ -112,7 +112,7 @@ class WQMIXConfig(QLearnerConfig):
     qmix_loss: float = 1.0  # coefficient of the weighted QMIX loss
     central_loss: float = 1.0  # coefficient of the central Q* loss
     central_embed_dim: int = 256  # width of the central feed-forward mixer
-    length_groups: int = 1  # one padded batch (length groups split q_learner's loss only)
+    length_groups: int = 1  # one padded batch (length groups split q_learner's, ppo's and pg's losses)
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ class QTRANConfig(QLearnerConfig):
     opt_loss: float = 1.0  # lambda_opt, weight of L_opt (pymarl's qtran.yaml)
     nopt_min_loss: float = 0.1  # lambda_nopt, weight of L_nopt (pymarl's qtran.yaml)
     qtran_embed_dim: int = 64  # width of Q_jt and V_jt (pymarl's mixing_embed_dim for qtran)
-    length_groups: int = 1  # one padded batch (length groups split q_learner's loss only)
+    length_groups: int = 1  # one padded batch (length groups split q_learner's, ppo's and pg's losses)
 
 
 @dataclass(frozen=True)
@@ -133,6 +133,7 @@ class PPOConfig(BaseLearnerConfig):
     """On-policy actor-critic learners ``ppo`` (MAPPO / IPPO / PPO) and ``pg``."""
 
     time_bucket: int = 16  # as QLearnerConfig.time_bucket
+    length_groups: int = 2  # as QLearnerConfig.length_groups, with one minibatch per epoch (else 1 batch)
     critic: str = "central"  # value net input: central (state, MAPPO) | local (agent obs, IPPO / PPO)
     critic_hidden_dim: int = 64  # MLP value net width
     gae_lambda: float = 0.95  # GAE lambda (ppo); pg uses Monte Carlo returns
@@ -154,6 +155,7 @@ class COMAConfig(PPOConfig):
 
     sections: ClassVar[dict[str, type]] = {"exploration": ExplorationConfig}
 
+    length_groups: int = 1  # one padded batch (length groups split the ppo and pg losses only)
     td_lambda: float = 0.8  # TD(lambda) critic targets
     target_update_interval: int = (
         200  # critic steps (one per live time slot of a batch) between target copies

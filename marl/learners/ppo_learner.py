@@ -28,6 +28,7 @@ from marl.config.schema import Config
 from marl.controllers.mac import build_agent_inputs, input_dim
 from marl.controllers.policy_controller import PolicyController
 from marl.envs.base import EnvInfo
+from marl.learners.length_groups import group_tensors, grouped_update, length_group_graphs, split_by_length
 from marl.learners.optim import clip_and_apply, make_optimizer
 from marl.learners.returns import RunningMeanStd, gae
 from marl.learners.targets import bucketed_slots, check_time_bucket, transition_mask
@@ -92,6 +93,15 @@ class PPOLearner:
         self.train_steps = 0
         self._hist: tuple[np.ndarray, dict[str, np.ndarray]] | None = None  # for histograms()
         self._eval, self._step = self._make_graphs()
+        own_loss = type(self)._make_graphs is PPOLearner._make_graphs  # COMA brings its own loss
+        self._groups = length_group_graphs(  # the SMAC setting, one minibatch per epoch: the whole batch
+            lc,
+            self.loss_fn,
+            self.params,
+            self.optimizer,
+            "ppo" if own_loss else None,
+            lc.num_minibatches == 1,
+        )
 
     def _make_nets(self, info: EnvInfo, cfg: Config) -> nn.Cell:
         """The actor and critic (``nets.actor`` is the policy; a subclass may bring another critic)."""
@@ -121,11 +131,11 @@ class PPOLearner:
             logp, entropy = dist(out[:, :-1], avail[:, :-1], actions)
             return logp, entropy, nets.critic(critic_in)
 
-        def loss_fn(actor_in, critic_in, avail, actions, old_logp, adv, ret, old_v, mask_BT1):
+        def loss_fn(actor_in, critic_in, avail, actions, old_logp, adv, ret, old_v, mask_BT1, n_valid=None):
             logp, entropy = dist(nets.actor.unroll(actor_in)[:, :-1], avail[:, :-1], actions)
             v = nets.critic(critic_in)[:, :-1]
             mask = ops.broadcast_to(mask_BT1, logp.shape)
-            n = mask.sum()
+            n = mask.sum() if n_valid is None else n_valid  # a group of a batch divides by the batch's count
             ratio = ops.exp(logp - old_logp)
             if pg:  # REINFORCE with a baseline: -log pi(a|s) * (G - V)
                 policy_loss = -(logp * adv * mask).sum() / n
@@ -244,7 +254,24 @@ class PPOLearner:
         b, n_mb = lc.batch_size, lc.num_minibatches
         rng = np.random.default_rng([self.cfg.seed, self.train_steps])  # reproducible across resumes
         outs = []
-        for _ in range(lc.ppo_epochs):
+        groups = self._groups and split_by_length(batch["filled"], 2, self.t_slots, lc.time_bucket)
+        if groups:  # one minibatch per epoch: the batch's longest eighth and the rest as two parts
+            host = [
+                arr["actor_in"],
+                arr["critic_in"],
+                arr["avail"],
+                arr["actions"],
+                old_logp,
+                adv,
+                ret,
+                old_v,
+            ]
+            parts = [group_tensors(host + [arr["mask"]], rows, t, len(SLOT_KEYS)) for rows, t in groups]
+            n_valid = Tensor(np.float32(mask.sum()))
+            for _ in range(lc.ppo_epochs):
+                loss, stats, grad_norm = grouped_update(self._groups, parts, n_valid)
+                outs.append(ops.concat([loss.reshape(1), stats, grad_norm.reshape(1)]).asnumpy())
+        for _ in range(0 if groups else lc.ppo_epochs):
             perm = rng.permutation(b).astype(np.int32)
             for chunk in perm.reshape(n_mb, b // n_mb):
                 outs.append(self._step(Tensor.from_numpy(np.ascontiguousarray(chunk)), *inputs).asnumpy())

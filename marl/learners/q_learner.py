@@ -23,9 +23,9 @@ from marl.buffers.episode import EpisodeBatch
 from marl.config.schema import Config
 from marl.controllers.mac import MultiAgentController, build_agent_inputs, input_dim
 from marl.envs.base import EnvInfo
+from marl.learners.length_groups import LengthGroups, length_group_graphs
 from marl.learners.optim import clip_and_apply, make_optimizer
 from marl.learners.q_chunked import HYBRID_MAX_SLOTS, ChunkedBPTT, resolve_bptt_chunk
-from marl.learners.q_groups import LengthGroups, check_length_groups
 from marl.learners.targets import (
     bucketed_slots,
     check_time_bucket,
@@ -168,14 +168,10 @@ class QLearner(ChunkedBPTT, LengthGroups):
             self._forward, self._targets_fn, self._grad_fn, self._apply = self._make_chunked()
         if not self.bptt_chunk or self.hybrid_slots:
             self._step, self._whole_grad_fn = self._make_step()
-        check_length_groups(lc.length_groups)
-        if lc.length_groups > 1 and type(self)._make_step is not QLearner._make_step:
-            raise ValueError(
-                f"learner.length_groups={lc.length_groups} splits the loss of q_learner (IQL/VDN/QMIX/QPLEX) "
-                f"only; learner {lc.name!r} trains one padded batch: set learner.length_groups=1"
-            )
-        use_groups = lc.length_groups > 1 and not self.bptt_chunk
-        self._groups = self._make_grouped(self._loss_fn()) if use_groups else None
+        own_loss = type(self)._make_step is QLearner._make_step  # WQMIX and QTRAN bring their own
+        self._groups = length_group_graphs(
+            lc, self._loss_fn(), self.params, self.optimizer, "q" if own_loss else None, not self.bptt_chunk
+        )
         self._soft = self._make_soft_update()
 
     # ------------------------------------------------------------------------------- the train step

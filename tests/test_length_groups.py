@@ -1,5 +1,5 @@
 """Length groups (``learner.length_groups``): the batch's longest eighth trained apart from the rest gives the
-one-batch step's loss, statistics and update."""
+one-batch step's loss, statistics and update (Q-learner and PPO)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from marl.config.schema import Config, MixerConfig, WQMIXConfig
 from marl.envs.base import EnvInfo
 from marl.learners import QLearner
 from marl.learners.base import step_footprint
-from marl.learners.q_groups import split_by_length
+from marl.learners.length_groups import split_by_length
+from marl.learners.ppo_learner import PPOLearner
 from marl.learners.wqmix_learner import WQMIXLearner
+from marl.trainer import with_overrides
 from marl.utils.ms import setup
 
 setup(1, seed=0)
@@ -76,11 +78,13 @@ def test_grouped_gradient_equals_the_reference_gradient() -> None:
     """The summed group gradients against ``loss_and_grads`` (the one padded batch, autodiff)."""
     batch = make_batch(42, b=16, lengths=LENGTHS, info=INFO)
     learner = QLearner(INFO, cfg(time_bucket=4, length_groups=2))
-    groups = learner._group_split(batch["filled"])
-    loss, _, grads = learner._grouped_loss_and_grads(batch, groups)
+    parts, n_valid = learner._group_inputs(batch, learner._group_split(batch["filled"]))
+    grad_fn = learner._groups[0]
+    (loss_a, _), grads_a = grad_fn(*parts[0], n_valid)
+    (loss_b, _), grads_b = grad_fn(*parts[1], n_valid)
     ref_loss, ref_grads = learner.loss_and_grads(batch)
-    assert float(loss.asnumpy()) == pytest.approx(ref_loss, rel=1e-6)
-    for (ga, gb), ref in zip(zip(*grads, strict=True), ref_grads, strict=True):
+    assert float((loss_a + loss_b).asnumpy()) == pytest.approx(ref_loss, rel=1e-6)
+    for ga, gb, ref in zip(grads_a, grads_b, ref_grads, strict=True):
         np.testing.assert_allclose(ga.asnumpy() + gb.asnumpy(), ref, rtol=1e-5, atol=1e-7)
 
 
@@ -101,3 +105,35 @@ def test_memory_check_footprint_is_the_largest_group() -> None:
     one = QLearner(INFO, cfg(time_bucket=4, length_groups=1))
     assert step_footprint(one, batch) == 16 * 21  # the whole batch up to its longest episode (21 slots)
     assert step_footprint(two, batch) == max(2 * 21, 14 * 8)  # the two longest; the rest up to 7 steps + 1
+
+
+@pytest.mark.parametrize("alg", ["mappo", "ippo"])
+def test_ppo_grouped_epochs_equal_the_one_batch_epochs(tmp_path, alg: str) -> None:  # noqa: ANN001
+    """PPO's epochs over the two groups give the one-batch epochs' statistics and weights (one minibatch
+    per epoch, the SMAC setting; the no-grad evaluation runs over the whole batch either way)."""
+    from test_ppo import _cfg, _random_batch
+
+    info = EnvInfo(n_agents=3, n_actions=4, obs_shape=6, state_shape=7, episode_limit=12)
+    over = (
+        "env.args.episode_limit=12",
+        "use_jit=false",
+        "learner.batch_size=16",
+        "learner.num_minibatches=1",
+    )
+    cfg = _cfg(tmp_path, alg, "fake", over)
+    batch = _random_batch(info, 16, 5)
+    lengths = [2, 12, 3, 2, 4, 3, 2, 12, 3, 2, 3, 4, 2, 3, 2, 3]  # two run to the limit
+    for row, length in enumerate(lengths):
+        for key in batch.data:
+            batch.data[key][row, length + 1 :] = 0
+        batch.data["terminated"][row, length - 1] = float(length < 12)
+    one = PPOLearner(info, with_overrides(cfg, learner={"time_bucket": 4, "length_groups": 1}))
+    two = PPOLearner(info, with_overrides(cfg, learner={"time_bucket": 4, "length_groups": 2}))
+    two.load_state_dict(one.state_dict())
+    assert split_by_length(batch["filled"], 2, 13, 4) is not None
+    out_1, out_2 = one.train(batch, 0, 0), two.train(batch, 0, 0)
+    for k, v in out_1.items():
+        assert out_2[k] == pytest.approx(v, rel=1e-4, abs=1e-6), k
+    sd_2 = two.state_dict()
+    for k, v in one.state_dict().items():
+        np.testing.assert_allclose(sd_2[k], v, rtol=1e-4, atol=1e-6, err_msg=k)

@@ -1,0 +1,136 @@
+"""Length groups for whole-episode learner steps (``learner.length_groups``): Q-learner and PPO/PG.
+
+A batch is padded to its longest episode (pymarl's ``max_t_filled``), and a step's cost grows with batch x
+slots. While the agents still explore, a few episodes of a batch run to the time limit and the rest end
+far sooner: QMIX on 8m (limit 120, batch 128) drew 1-9 episodes of 121 slots into every batch of its
+first 35k env steps, while the batch's mean was 28-40 filled slots, so about two thirds of the step's work
+was padding (``benchmarks/results/learn_smac.md``).
+
+With ``length_groups: 2`` the batch is split by length: its ``max(1, B // 8)`` longest episodes form one group
+and the rest the other, and each group runs over its own bucketed length (``learner.time_bucket``). The two
+groups' gradients are summed in the graph that clips and applies them. Every loss term is a sum over
+transitions divided by the whole batch's count, and every target depends only on its own episode, so loss,
+statistics and gradient are those of the one-batch step up to float rounding
+(``tests/test_length_groups.py``). Where the split would save nothing (the groups' lengths are equal) the
+one-batch step runs. Each group shape compiles once, like the time buckets.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from marl.learners.optim import clip_and_apply
+from marl.learners.targets import bucketed_slots, transition_mask
+from marl.utils.ms import Tensor, jit, ms, ops
+
+ALLOWED = (1, 2)
+
+
+def check_length_groups(n_groups: int) -> None:
+    """``learner.length_groups`` must be 1 (one padded batch) or 2 (the longest eighth apart)."""
+    if n_groups not in ALLOWED:
+        raise ValueError(
+            f"learner.length_groups must be 1 (one padded batch) or 2 (the longest eighth of the batch "
+            f"trained apart), got {n_groups!r}"
+        )
+
+
+def split_by_length(
+    filled_BT1: np.ndarray, n_groups: int, t_slots: int, bucket: int
+) -> list[tuple[np.ndarray, int]] | None:
+    """``[(rows, slots), ...]`` of each group, the longest episodes first, or None where one padded batch
+    costs no more (``n_groups`` 1, or the rest as long as the longest once bucketed)."""
+    if n_groups < 2:
+        return None
+    lengths_B = np.asarray(filled_BT1)[..., 0].sum(axis=1)
+    n_long = max(1, len(lengths_B) // 8)
+    if n_long >= len(lengths_B):
+        return None
+    order = np.argsort(-lengths_B, kind="stable")
+    long_rows, rest_rows = np.sort(order[:n_long]), np.sort(order[n_long:])
+    t_long = bucketed_slots(filled_BT1[long_rows], t_slots, bucket)
+    t_rest = bucketed_slots(filled_BT1[rest_rows], t_slots, bucket)
+    if t_rest >= t_long:
+        return None
+    return [(long_rows, t_long), (rest_rows, t_rest)]
+
+
+def grouped_graphs(loss_fn, params: list, optimizer, clip: float, use_jit: bool):  # noqa: ANN001, ANN201
+    """``(grad_fn, apply)`` for ``loss_fn(*group, n_valid) -> (loss, stats)``: the value and gradient of one
+    group's loss (divided by the whole batch's count ``n_valid``), and the sum of two groups' gradients
+    clipped and applied (``clip_and_apply``; returns the unclipped norm)."""
+    n_params = len(params)
+    grad_fn = ms.value_and_grad(loss_fn, None, weights=params, has_aux=True)
+
+    def apply(*grads):  # both groups' gradients, one after the other (varargs: see q_chunked's apply)
+        summed = tuple(grads[i] + grads[n_params + i] for i in range(n_params))
+        return clip_and_apply(optimizer, summed, clip)
+
+    return (jit(grad_fn), jit(apply)) if use_jit else (grad_fn, apply)
+
+
+def length_group_graphs(lc, loss_fn, params: list, optimizer, splits: str | None, usable: bool = True):  # noqa: ANN001, ANN201
+    """:func:`grouped_graphs` of ``loss_fn`` where ``learner.length_groups`` (of config ``lc``) asks for
+    them and ``usable``, else None. ``splits``: the learner family whose loss this is, or None where a
+    subclass brings a loss that cannot be split (then ``length_groups > 1`` is refused)."""
+    check_length_groups(lc.length_groups)
+    if lc.length_groups > 1 and splits is None:
+        raise ValueError(
+            f"learner.length_groups={lc.length_groups} splits the loss of q_learner, ppo and pg only; "
+            f"learner {lc.name!r} trains one padded batch: set learner.length_groups=1"
+        )
+    if lc.length_groups < 2 or not usable:
+        return None
+    return grouped_graphs(loss_fn, params, optimizer, float(lc.grad_norm_clip), lc.use_jit)
+
+
+def group_tensors(host: list[np.ndarray], rows: np.ndarray, t: int, n_slot_arrays: int) -> list[ms.Tensor]:
+    """The episodes ``rows`` of ``host`` over ``t`` slots as tensors: the first ``n_slot_arrays`` cover every
+    slot, the rest the ``t - 1`` transitions; float64 arrays become float32."""
+    cut = [x[rows, : t if i < n_slot_arrays else t - 1] for i, x in enumerate(host)]
+    return [
+        Tensor.from_numpy(np.ascontiguousarray(x, np.float32 if x.dtype == np.float64 else None)) for x in cut
+    ]
+
+
+def grouped_update(graphs: tuple, parts: list[list[ms.Tensor]], n_valid: ms.Tensor) -> tuple:
+    """One update over two groups' input tensors ``parts``: ``(loss, stats, grad_norm)`` of the whole batch
+    (the groups' losses and statistics, each divided by ``n_valid``, summed)."""
+    grad_fn, apply = graphs
+    (loss, stats), grads_a = grad_fn(*parts[0], n_valid)
+    (loss_b, stats_b), grads_b = grad_fn(*parts[1], n_valid)
+    return loss + loss_b, stats + stats_b, apply(*grads_a, *grads_b)
+
+
+class LengthGroups:
+    """Mixin of :class:`~marl.learners.q_learner.QLearner`: its length-grouped step.
+
+    The learner provides ``info``, ``cfg``, ``nets``, ``t_slots`` and ``_cut``, and stores
+    :func:`grouped_graphs` of its loss as ``_groups``.
+    """
+
+    def _group_split(self, filled_BT1: np.ndarray) -> list[tuple[np.ndarray, int]] | None:
+        """The groups of a batch with this ``filled`` mask (:func:`split_by_length`), or None."""
+        lc = self.cfg.learner
+        return split_by_length(filled_BT1, lc.length_groups, self.t_slots, lc.time_bucket)
+
+    def step_footprint(self, batch) -> int:  # noqa: ANN001
+        """Episodes x slots of the largest graph an update on ``batch`` runs (for the trainer's memory
+        check, :func:`~marl.learners.base.step_footprint`)."""
+        groups = self._groups and self._group_split(batch["filled"])
+        lengths_B = batch.episode_lengths() + 1
+        if not groups:
+            return len(lengths_B) * int(lengths_B.max())
+        return max(len(rows) * int(lengths_B[rows].max()) for rows, _ in groups)
+
+    def _group_inputs(self, batch, groups) -> tuple[list[list[ms.Tensor]], ms.Tensor]:  # noqa: ANN001
+        """Each group's input tensors and the whole batch's transition count (as the loss's mask counts)."""
+        mask = transition_mask(batch["filled"], batch["terminated"])
+        per_slot = 1 if self.nets.mixer is not None else self.info.n_agents  # targets (B, T, K): K values
+        n_valid = Tensor(np.float32(mask.sum() * per_slot))
+        return [self._cut(batch, t, rows) for rows, t in groups], n_valid
+
+    def _grouped_step(self, batch, groups) -> np.ndarray:  # noqa: ANN001
+        """One update over ``groups``: ``[loss, *stats, grad_norm]`` as the one-batch step returns it."""
+        loss, stats, grad_norm = grouped_update(self._groups, *self._group_inputs(batch, groups))
+        return ops.concat([loss.reshape(1), stats, grad_norm.reshape(1)]).asnumpy()
