@@ -13,7 +13,8 @@ slots up to the batch's longest episode, rounded up to a multiple of ``learner.t
 handful of static shapes cover every batch (MindSpore compiles each shape once and caches it). Cutting
 all-padding slots changes neither the loss nor the gradient: the RNN is causal and padding is masked.
 With ``learner.length_groups: 2`` the batch's longest eighth trains apart from the rest, each part over its
-own length, so a few episodes at the time limit do not pad the whole batch (:mod:`marl.learners.length_groups`).
+own length, so a few episodes at the time limit do not pad the whole batch
+(:mod:`marl.learners.length_groups`).
 Long episodes train with chunked truncated BPTT (:mod:`marl.learners.q_chunked`).
 """
 
