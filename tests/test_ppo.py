@@ -217,20 +217,31 @@ def test_time_buckets_cut_padding_without_changing_the_update(tmp_path):
     padded batch (same statistics and weights after one train call)."""
     cfg = _cfg(tmp_path, "mappo", "fake", ("env.args.episode_limit=12", "use_jit=false"))
     info = EnvInfo(n_agents=3, n_actions=4, obs_shape=6, state_shape=7, episode_limit=12)
-    batch = _random_batch(info, 4, 3)
-    for row, length in enumerate([3, 5, 2, 4]):  # terminated early: 6 filled slots at most -> 8 with 4
-        for key in batch.data:
-            batch.data[key][row, length + 1 :] = 0
-        batch.data["terminated"][row, length - 1] = 1.0
+    batch = cut_episodes(_random_batch(info, 4, 3), [3, 5, 2, 4])  # 6 filled slots at most -> 8 with 4
     whole = PPOLearner(info, with_overrides(cfg, learner={"time_bucket": 0}))
     cut = PPOLearner(info, with_overrides(cfg, learner={"time_bucket": 4}))
-    cut.load_state_dict(whole.state_dict())
-    out_w, out_c = whole.train(batch, 0, 0), cut.train(batch, 0, 0)
-    for k, v in out_w.items():
-        assert out_c[k] == pytest.approx(v, rel=1e-4, abs=1e-6), k
-    sd_c = cut.state_dict()
-    for k, v in whole.state_dict().items():
-        np.testing.assert_allclose(sd_c[k], v, rtol=1e-4, atol=1e-6, err_msg=k)
+    assert_same_update(whole, cut, batch)
+
+
+def cut_episodes(batch: EpisodeBatch, lengths: list[int], limit: int = 0) -> EpisodeBatch:
+    """``batch`` with episode ``row`` ending after ``lengths[row]`` steps: terminated, unless it reaches
+    ``limit`` (a timeout)."""
+    for row, length in enumerate(lengths):
+        for key in batch.data:
+            batch.data[key][row, length + 1 :] = 0
+        batch.data["terminated"][row, length - 1] = float(length != limit)
+    return batch
+
+
+def assert_same_update(a: PPOLearner, b: PPOLearner, batch: EpisodeBatch) -> None:
+    """``b``, from ``a``'s weights, trains on ``batch`` to ``a``'s statistics and state."""
+    b.load_state_dict(a.state_dict())
+    out_a, out_b = a.train(batch, 0, 0), b.train(batch, 0, 0)
+    for k, v in out_a.items():
+        assert out_b[k] == pytest.approx(v, rel=1e-4, abs=1e-6), k
+    sd_b = b.state_dict()
+    for k, v in a.state_dict().items():
+        np.testing.assert_allclose(sd_b[k], v, rtol=1e-4, atol=1e-6, err_msg=k)
 
 
 def test_bad_settings_fail_early(tmp_path):
