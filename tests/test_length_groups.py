@@ -54,7 +54,7 @@ def test_no_split_where_it_saves_nothing(lengths: list[int], n_groups: int) -> N
 
 
 @pytest.mark.parametrize(
-    ("mixer", "use_jit"), [("qmix", False), ("vdn", False), ("none", False), ("qmix", True)]
+    ("mixer", "use_jit"), [("qmix", False), ("vdn", False), ("none", False), ("qplex", False), ("qmix", True)]
 )
 def test_grouped_update_equals_the_one_batch_update(mixer: str, use_jit: bool) -> None:
     """Same loss, statistics and gradient norm, and the same weights after two Adam steps (the second on a
