@@ -69,12 +69,12 @@ def grouped_graphs(loss_fn, params: list, optimizer, clip: float, use_jit: bool)
     return (jit(grad_fn), jit(apply)) if use_jit else (grad_fn, apply)
 
 
-def length_group_graphs(lc, loss_fn, params: list, optimizer, splits: str | None, usable: bool = True):  # noqa: ANN001, ANN201
+def length_group_graphs(lc, loss_fn, params: list, optimizer, splittable: bool, usable: bool = True):  # noqa: ANN001, ANN201
     """:func:`grouped_graphs` of ``loss_fn`` where ``learner.length_groups`` (of config ``lc``) asks for
-    them and ``usable``, else None. ``splits``: the learner family whose loss this is, or None where a
-    subclass brings a loss that cannot be split (then ``length_groups > 1`` is refused)."""
+    them and ``usable``, else None. ``splittable``: False where a subclass brings a loss that cannot be
+    split (then ``length_groups > 1`` is refused)."""
     check_length_groups(lc.length_groups)
-    if lc.length_groups > 1 and splits is None:
+    if lc.length_groups > 1 and not splittable:
         raise ValueError(
             f"learner.length_groups={lc.length_groups} splits the loss of q_learner, ppo and pg only; "
             f"learner {lc.name!r} trains one padded batch: set learner.length_groups=1"

@@ -99,7 +99,7 @@ class PPOLearner:
             self.loss_fn,
             self.params,
             self.optimizer,
-            "ppo" if own_loss else None,
+            own_loss,
             lc.num_minibatches == 1,
         )
 

@@ -173,7 +173,7 @@ class QLearner(ChunkedBPTT, LengthGroups):
             self._step, self._whole_grad_fn = self._make_step()
         own_loss = type(self)._make_step is QLearner._make_step  # WQMIX and QTRAN bring their own
         self._groups = length_group_graphs(
-            lc, self._loss_fn(), self.params, self.optimizer, "q" if own_loss else None, not self.bptt_chunk
+            lc, self._loss_fn(), self.params, self.optimizer, own_loss, not self.bptt_chunk
         )
         self._soft = self._make_soft_update()
 
