@@ -84,22 +84,27 @@ def length_group_graphs(lc, loss_fn, params: list, optimizer, splittable: bool, 
     return grouped_graphs(loss_fn, params, optimizer, float(lc.grad_norm_clip), lc.use_jit)
 
 
-def group_tensors(host: list[np.ndarray], rows: np.ndarray, t: int, n_slot_arrays: int) -> list[ms.Tensor]:
+def group_tensors(
+    host: list[np.ndarray], rows: np.ndarray | slice, t: int, n_slot_arrays: int
+) -> list[ms.Tensor]:
     """The episodes ``rows`` of ``host`` over ``t`` slots as tensors: the first ``n_slot_arrays`` cover every
-    slot, the rest the ``t - 1`` transitions; float64 arrays become float32."""
+    slot, the rest the ``t - 1`` transitions; float64 arrays become float32 (contiguous float32 arrays of
+    all rows and slots are shared, not copied)."""
     cut = [x[rows, : t if i < n_slot_arrays else t - 1] for i, x in enumerate(host)]
     return [
         Tensor.from_numpy(np.ascontiguousarray(x, np.float32 if x.dtype == np.float64 else None)) for x in cut
     ]
 
 
-def grouped_update(graphs: tuple, parts: list[list[ms.Tensor]], n_valid: ms.Tensor) -> tuple:
-    """One update over two groups' input tensors ``parts``: ``(loss, stats, grad_norm)`` of the whole batch
-    (the groups' losses and statistics, each divided by ``n_valid``, summed)."""
+def grouped_update(graphs: tuple, parts: list[list[ms.Tensor]], n_valid: ms.Tensor) -> np.ndarray:
+    """One update over two groups' input tensors ``parts``: ``[loss, *stats, grad_norm]`` of the whole
+    batch, as a one-batch step returns it (the groups' losses and statistics, each divided by ``n_valid``,
+    summed)."""
     grad_fn, apply = graphs
     (loss, stats), grads_a = grad_fn(*parts[0], n_valid)
     (loss_b, stats_b), grads_b = grad_fn(*parts[1], n_valid)
-    return loss + loss_b, stats + stats_b, apply(*grads_a, *grads_b)
+    grad_norm = apply(*grads_a, *grads_b)
+    return ops.concat([(loss + loss_b).reshape(1), stats + stats_b, grad_norm.reshape(1)]).asnumpy()
 
 
 class LengthGroups:
@@ -132,5 +137,4 @@ class LengthGroups:
 
     def _grouped_step(self, batch, groups) -> np.ndarray:  # noqa: ANN001
         """One update over ``groups``: ``[loss, *stats, grad_norm]`` as the one-batch step returns it."""
-        loss, stats, grad_norm = grouped_update(self._groups, *self._group_inputs(batch, groups))
-        return ops.concat([loss.reshape(1), stats, grad_norm.reshape(1)]).asnumpy()
+        return grouped_update(self._groups, *self._group_inputs(batch, groups))

@@ -221,11 +221,8 @@ class PPOLearner:
         arr = self._arrays(batch)
         # only the slots up to the longest episode (bucketed): exact, and far fewer unrolled steps
         cut = bucketed_slots(batch["filled"], self.t_slots, lc.time_bucket)
-        arr = {k: v[:, : cut if k in SLOT_KEYS else cut - 1] for k, v in arr.items()}
-        t = {
-            k: Tensor.from_numpy(np.ascontiguousarray(arr[k]))
-            for k in ("actor_in", "critic_in", "avail", "actions")
-        }
+        arr = {k: np.ascontiguousarray(v[:, : cut if k in SLOT_KEYS else cut - 1]) for k, v in arr.items()}
+        t = {k: Tensor.from_numpy(arr[k]) for k in (*SLOT_KEYS, "actions")}
         old_logp, entropy, v_raw = (
             x.asnumpy() for x in self._eval(t["actor_in"], t["critic_in"], t["avail"], t["actions"])
         )
@@ -242,39 +239,23 @@ class PPOLearner:
             sel = adv[mask]
             adv = (adv - sel.mean()) / (sel.std() + 1e-8)
         adv = np.where(mask, adv, 0.0).astype(np.float32)
-        extra = [Tensor.from_numpy(np.ascontiguousarray(x, np.float32)) for x in (old_logp, adv, ret, old_v)]
-        inputs = [
-            t["actor_in"],
-            t["critic_in"],
-            t["avail"],
-            t["actions"],
-            *extra,
-            Tensor.from_numpy(arr["mask"]),
-        ]
-        b, n_mb = lc.batch_size, lc.num_minibatches
-        rng = np.random.default_rng([self.cfg.seed, self.train_steps])  # reproducible across resumes
-        outs = []
-        groups = self._groups and split_by_length(batch["filled"], 2, self.t_slots, lc.time_bucket)
+        host = [*(arr[k] for k in (*SLOT_KEYS, "actions")), old_logp, adv, ret, old_v, arr["mask"]]
+        groups = self._groups and split_by_length(
+            batch["filled"], lc.length_groups, self.t_slots, lc.time_bucket
+        )
         if groups:  # one minibatch per epoch: the batch's longest eighth and the rest as two parts
-            host = [
-                arr["actor_in"],
-                arr["critic_in"],
-                arr["avail"],
-                arr["actions"],
-                old_logp,
-                adv,
-                ret,
-                old_v,
-            ]
-            parts = [group_tensors(host + [arr["mask"]], rows, t, len(SLOT_KEYS)) for rows, t in groups]
+            parts = [group_tensors(host, rows, slots, len(SLOT_KEYS)) for rows, slots in groups]
             n_valid = Tensor(np.float32(mask.sum()))
+            outs = [grouped_update(self._groups, parts, n_valid) for _ in range(lc.ppo_epochs)]
+        else:
+            inputs = group_tensors(host, slice(None), cut, len(SLOT_KEYS))
+            b, n_mb = lc.batch_size, lc.num_minibatches
+            rng = np.random.default_rng([self.cfg.seed, self.train_steps])  # reproducible across resumes
+            outs = []
             for _ in range(lc.ppo_epochs):
-                loss, stats, grad_norm = grouped_update(self._groups, parts, n_valid)
-                outs.append(ops.concat([loss.reshape(1), stats, grad_norm.reshape(1)]).asnumpy())
-        for _ in range(0 if groups else lc.ppo_epochs):
-            perm = rng.permutation(b).astype(np.int32)
-            for chunk in perm.reshape(n_mb, b // n_mb):
-                outs.append(self._step(Tensor.from_numpy(np.ascontiguousarray(chunk)), *inputs).asnumpy())
+                perm = rng.permutation(b).astype(np.int32)
+                for chunk in perm.reshape(n_mb, b // n_mb):
+                    outs.append(self._step(Tensor.from_numpy(np.ascontiguousarray(chunk)), *inputs).asnumpy())
         self.train_steps += 1
         stats = {k: float(v) for k, v in zip(STAT_NAMES, np.mean(outs, axis=0), strict=True)}
         stats["value_target_mean"] = float(self.value_norm.mean) if use_norm else float(ret[mask].mean())
