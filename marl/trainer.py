@@ -384,6 +384,8 @@ class Trainer:
 
     def _finish(self, reason: str) -> None:
         print(f"[run] stopping at t_env={self.t_env}: {reason}")
+        if (plan := getattr(self.learner, "length_plan", None)) is not None and plan.enabled:
+            print(f"[learner] {plan.summary()}")
         self._lineage()
         try:
             print(f"[run] checkpoint: {self.save()}")

@@ -73,3 +73,13 @@ def test_without_threadpoolctl_setup_says_so_and_runs_on():
     )
     out = _run(code)
     assert "threadpoolctl is not installed" in out and "set 1" in out
+
+
+def test_the_compile_cache_is_refused_with_the_reason():
+    code = (
+        "from marl.utils.ms import jit\n"
+        "try:\n    jit(lambda x: x)\nexcept RuntimeError as e:\n    print('refused:', e)\n"
+    )
+    out = _run(code, MS_COMPILER_CACHE_ENABLE="1")
+    assert "refused:" in out and "compile order" in out and "unset MS_COMPILER_CACHE_ENABLE" in out
+    assert "refused" not in _run(code, MS_COMPILER_CACHE_ENABLE="0")

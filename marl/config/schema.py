@@ -101,6 +101,8 @@ class QLearnerConfig(BaseLearnerConfig):
     #   rounded up to a multiple of this (each length compiles once; exact); 0 = all slots
     length_groups: int = 2  # whole-episode BPTT: 2 = the batch's longest eighth of episodes and the rest
     #   as two groups, each padded to its own length, gradients summed (exact); 1 = one padded batch
+    pad_to_compiled: bool = True  # jitted steps: run a new bucketed length on a longer compiled graph
+    #   until the padding has cost as much as one compile, then compile it (exact; compiled_lengths.py)
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,7 @@ class PPOConfig(BaseLearnerConfig):
 
     time_bucket: int = 16  # as QLearnerConfig.time_bucket
     length_groups: int = 2  # as QLearnerConfig.length_groups, with one minibatch per epoch (else 1 batch)
+    pad_to_compiled: bool = True  # as QLearnerConfig.pad_to_compiled
     critic: str = "central"  # value net input: central (state, MAPPO) | local (agent obs, IPPO / PPO)
     critic_hidden_dim: int = 64  # MLP value net width
     gae_lambda: float = 0.95  # GAE lambda (ppo); pg uses Monte Carlo returns

@@ -21,6 +21,8 @@ A ``train`` call gets ``learner.batch_size`` fresh episodes collected with exact
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from marl.buffers.episode import EpisodeBatch
@@ -28,6 +30,7 @@ from marl.config.schema import Config
 from marl.controllers.mac import build_agent_inputs, input_dim
 from marl.controllers.policy_controller import PolicyController
 from marl.envs.base import EnvInfo
+from marl.learners.compiled_lengths import LengthPlanner
 from marl.learners.length_groups import group_tensors, grouped_update, length_group_graphs, split_by_length
 from marl.learners.optim import clip_and_apply, make_optimizer
 from marl.learners.returns import RunningMeanStd, gae
@@ -102,6 +105,7 @@ class PPOLearner:
             own_loss,
             lc.num_minibatches == 1,
         )
+        self.length_plan = LengthPlanner(lc.use_jit and lc.pad_to_compiled)  # the length a graph runs at
 
     def _make_nets(self, info: EnvInfo, cfg: Config) -> nn.Cell:
         """The actor and critic (``nets.actor`` is the policy; a subclass may bring another critic)."""
@@ -217,10 +221,19 @@ class PPOLearner:
 
     def train(self, batch: EpisodeBatch, t_env: int, episode: int) -> dict[str, float]:
         """Several epochs of minibatch updates on a batch of fresh on-policy episodes; returns mean stats."""
-        lc = self.cfg.learner
+        lc, plan, start = self.cfg.learner, self.length_plan, time.perf_counter()
         arr = self._arrays(batch)
-        # only the slots up to the longest episode (bucketed): exact, and far fewer unrolled steps
-        cut = bucketed_slots(batch["filled"], self.t_slots, lc.time_bucket)
+        # only the slots up to the longest episode (bucketed): exact, and far fewer unrolled steps; a
+        # longer length already compiled where the planner says so (compiled_lengths.py)
+        b, epochs = lc.batch_size, lc.ppo_epochs
+        groups = self._groups and split_by_length(
+            batch["filled"], lc.length_groups, self.t_slots, lc.time_bucket
+        )
+        if groups:  # the evaluation runs over the whole batch once, each group's step once an epoch
+            groups = [(rows, plan.slots(("group", len(rows)), len(rows) * epochs, t)) for rows, t in groups]
+        need = bucketed_slots(batch["filled"], self.t_slots, lc.time_bucket)
+        need = max([need, *(t for _, t in groups or [])])  # a group may run longer than the batch needs
+        cut = plan.slots(("batch", b), b if groups else b * (1 + epochs), need)
         arr = {k: np.ascontiguousarray(v[:, : cut if k in SLOT_KEYS else cut - 1]) for k, v in arr.items()}
         t = {k: Tensor.from_numpy(arr[k]) for k in (*SLOT_KEYS, "actions")}
         old_logp, entropy, v_raw = (
@@ -240,22 +253,22 @@ class PPOLearner:
             adv = (adv - sel.mean()) / (sel.std() + 1e-8)
         adv = np.where(mask, adv, 0.0).astype(np.float32)
         host = [*(arr[k] for k in (*SLOT_KEYS, "actions")), old_logp, adv, ret, old_v, arr["mask"]]
-        groups = self._groups and split_by_length(
-            batch["filled"], lc.length_groups, self.t_slots, lc.time_bucket
-        )
         if groups:  # one minibatch per epoch: the batch's longest eighth and the rest as two parts
             parts = [group_tensors(host, rows, slots, len(SLOT_KEYS)) for rows, slots in groups]
             n_valid = Tensor(np.float32(mask.sum()))
-            outs = [grouped_update(self._groups, parts, n_valid) for _ in range(lc.ppo_epochs)]
+            outs = [grouped_update(self._groups, parts, n_valid) for _ in range(epochs)]
+            cells = b * cut + epochs * sum(len(rows) * t for rows, t in groups)
         else:
             inputs = group_tensors(host, slice(None), cut, len(SLOT_KEYS))
-            b, n_mb = lc.batch_size, lc.num_minibatches
+            n_mb = lc.num_minibatches
             rng = np.random.default_rng([self.cfg.seed, self.train_steps])  # reproducible across resumes
             outs = []
-            for _ in range(lc.ppo_epochs):
+            for _ in range(epochs):
                 perm = rng.permutation(b).astype(np.int32)
                 for chunk in perm.reshape(n_mb, b // n_mb):
                     outs.append(self._step(Tensor.from_numpy(np.ascontiguousarray(chunk)), *inputs).asnumpy())
+            cells = b * cut * (1 + epochs)
+        plan.record(time.perf_counter() - start, cells)
         self.train_steps += 1
         stats = {k: float(v) for k, v in zip(STAT_NAMES, np.mean(outs, axis=0), strict=True)}
         stats["value_target_mean"] = float(self.value_norm.mean) if use_norm else float(ret[mask].mean())

@@ -20,12 +20,15 @@ Long episodes train with chunked truncated BPTT (:mod:`marl.learners.q_chunked`)
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from marl.buffers.episode import EpisodeBatch
 from marl.config.schema import Config
 from marl.controllers.mac import MultiAgentController, build_agent_inputs, input_dim
 from marl.envs.base import EnvInfo
+from marl.learners.compiled_lengths import LengthPlanner
 from marl.learners.length_groups import LengthGroups, length_group_graphs
 from marl.learners.optim import clip_and_apply, make_optimizer
 from marl.learners.q_chunked import HYBRID_MAX_SLOTS, ChunkedBPTT, resolve_bptt_chunk
@@ -176,6 +179,7 @@ class QLearner(ChunkedBPTT, LengthGroups):
             lc, self._loss_fn(), self.params, self.optimizer, own_loss, not self.bptt_chunk
         )
         self._soft = self._make_soft_update()
+        self.length_plan = LengthPlanner(lc.use_jit and lc.pad_to_compiled)  # the length a graph runs at
 
     # ------------------------------------------------------------------------------- the train step
     def _make_step(self):  # noqa: ANN202 (returns a compiled function)
@@ -295,14 +299,20 @@ class QLearner(ChunkedBPTT, LengthGroups):
 
     def train(self, batch: EpisodeBatch, t_env: int, episode: int) -> dict[str, float]:
         """One gradient step on ``batch``; updates targets on schedule. Returns the step's statistics."""
+        start, plan = time.perf_counter(), self.length_plan
         if self._use_chunks(batch):
             loss, stats, grads = self._chunked_loss_and_grads(batch)
             grad_norm = self._apply(*grads)
             out = ops.concat([loss.reshape(1), stats, grad_norm.reshape(1)]).asnumpy()
         elif self._groups and (groups := self._group_split(batch["filled"])):
+            groups = [(rows, plan.slots(("group", len(rows)), len(rows), t)) for rows, t in groups]
             out = self._grouped_step(batch, groups)
+            plan.record(time.perf_counter() - start, sum(len(rows) * t for rows, t in groups))
         else:
-            out = self._step(*self._tensors(batch)).asnumpy()
+            b = batch["filled"].shape[0]
+            t = plan.slots(("batch", b), b, self.train_slots(batch["filled"]))
+            out = self._step(*self._cut(batch, t)).asnumpy()
+            plan.record(time.perf_counter() - start, b * t)
         self.train_steps += 1
         tau = self.cfg.learner.target_update_tau
         if tau > 0.0:

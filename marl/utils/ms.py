@@ -35,6 +35,7 @@ __all__ = [
     "Parameter",
     "Tensor",
     "assign_numpy",
+    "check_no_compile_cache",
     "jit",
     "load_numpy_into",
     "mint",
@@ -103,8 +104,33 @@ def setup(threads: int = 1, seed: int | None = None) -> None:
         ms.set_seed(int(seed))
 
 
+def check_no_compile_cache() -> None:
+    """Refuse MindSpore's compile cache (``MS_COMPILER_CACHE_ENABLE=1`` or ``enable_compile_cache``).
+
+    MindSpore 2.10 files a compiled graph under the order in which the process compiled it (graph 0, 1, ...)
+    and a hash of the entry script's imports outside site-packages; neither the graph's input shapes nor
+    its Python constants are part of the key. A learner compiles one graph per bucketed episode length, in
+    the order that episode lengths happen to come, so a second run would execute another shape's or another
+    config's graph: measured, a graph compiled for a (2, 3) input returned the (4, 3) input's answer from the
+    cache wrongly (156.7 instead of 1322.4), and a changed constant was ignored
+    (``benchmarks/results/learner_step_levers.md``, session 9).
+    """
+    env_on = os.environ.get("MS_COMPILER_CACHE_ENABLE", "").strip() not in ("", "0")
+    if env_on or ms.get_context("enable_compile_cache"):
+        raise RuntimeError(
+            "MindSpore's compile cache is on (MS_COMPILER_CACHE_ENABLE / enable_compile_cache): it keys "
+            "graphs by compile order, not by shape or constants, and would run the wrong graph for marl's "
+            "per-length learner steps; unset MS_COMPILER_CACHE_ENABLE (compiling costs a few seconds per "
+            "graph instead)"
+        )
+
+
 def jit(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Compile ``fn`` as one graph with ``jit_level="O1"`` (measured 5-15% faster than O0 on CPU)."""
+    """Compile ``fn`` as one graph with ``jit_level="O1"`` (measured 5-15% faster than O0 on CPU).
+
+    Refuses to when MindSpore's compile cache is on (:func:`check_no_compile_cache`).
+    """
+    check_no_compile_cache()
     return ms.jit(fn, jit_level="O1")
 
 
