@@ -384,7 +384,7 @@ class Trainer:
 
     def _finish(self, reason: str) -> None:
         print(f"[run] stopping at t_env={self.t_env}: {reason}")
-        if (plan := getattr(self.learner, "length_plan", None)) is not None and plan.enabled:
+        if (plan := getattr(self.learner, "length_plan", None)) is not None and any(plan.compiled.values()):
             print(f"[learner] {plan.summary()}")
         self._lineage()
         try:

@@ -45,8 +45,10 @@ def test_compiles_until_both_prices_are_measured_and_when_switched_off() -> None
     plan = LengthPlanner()
     assert [plan.slots("g", 4, t) for t in (48, 32)] == [48, 32]  # no prices yet: every length compiles
     off = _priced({"g": {48}})
-    off.enabled = False
-    assert off.slots("g", 4, 32) == 32 and off.padded_calls == 0
+    off.pad = False
+    assert off.slots("g", 4, 32) == 32 and off.padded_calls == 0 and off.compiled["g"] == {32, 48}
+    eager = LengthPlanner(jit=False)
+    assert eager.slots("g", 4, 32) == 32 and not eager.compiled
 
 
 def test_record_measures_the_step_and_the_compile() -> None:

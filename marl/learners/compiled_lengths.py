@@ -25,25 +25,29 @@ class LengthPlanner:
     ``slots(graph, weight, want)`` returns ``want`` or a longer length that ``graph`` has compiled;
     ``weight`` is the episode-slots of work one slot adds to a train call (the graph's episodes, times the
     times a call runs it). After each train call, ``record(seconds, cells)`` gives its wall-clock and its
-    weighted slots. With ``enabled`` False every call returns ``want`` (eager learners, or the option off).
+    weighted slots. With ``pad`` False every call returns ``want`` (the option off: the lengths are still
+    counted); with ``jit`` False (an eager learner) nothing is counted either.
     """
 
-    def __init__(self, enabled: bool = True) -> None:
-        self.enabled = enabled
+    def __init__(self, pad: bool = True, jit: bool = True) -> None:
+        self.pad, self.jit = pad, jit
         self.compiled: dict[Hashable, set[int]] = {}
         self.padding_s: dict[tuple[Hashable, int], float] = {}  # padding paid so far instead of compiling
         self.sec_per_cell: float | None = None  # one episode-slot of a compiled step
         self.compile_s: float | None = None  # one new graph
         self.new_graphs = 0  # compiled by the current train call
         self.padded_calls = 0  # graph calls run at a longer length than wanted (for logs and tests)
+        self.train_s = 0.0  # wall-clock of the recorded train calls, compiles included
 
     def slots(self, graph: Hashable, weight: int, want: int) -> int:
         """The length ``graph`` runs at for a batch that needs ``want`` slots."""
+        if not self.jit:  # eager: nothing compiles
+            return want
         have = self.compiled.setdefault(graph, set())
-        if not self.enabled or want in have:
+        if want in have:
             return want
         longer = [s for s in have if s > want]
-        if longer and self.sec_per_cell is not None and self.compile_s is not None:
+        if self.pad and longer and self.sec_per_cell is not None and self.compile_s is not None:
             run = min(longer)
             paid = self.padding_s.get((graph, want), 0.0) + weight * (run - want) * self.sec_per_cell
             if paid < self.compile_s:
@@ -57,6 +61,7 @@ class LengthPlanner:
 
     def record(self, seconds: float, cells: int) -> None:
         """One train call took ``seconds`` over ``cells`` weighted slots (compiling :attr:`new_graphs`)."""
+        self.train_s += seconds
         if self.new_graphs:
             run_s = cells * self.sec_per_cell if self.sec_per_cell is not None else 0.0
             per = max(0.0, seconds - run_s) / self.new_graphs
@@ -69,4 +74,7 @@ class LengthPlanner:
     def summary(self) -> str:
         """One line for the end of a run: the lengths each graph compiled, and the padded calls."""
         graphs = ", ".join(f"{g}: {sorted(v)}" for g, v in self.compiled.items() if v)
-        return f"compiled lengths {{{graphs}}}; {self.padded_calls} graph calls padded to a compiled length"
+        return (
+            f"compiled lengths {{{graphs}}}; {self.padded_calls} graph calls padded to a compiled length; "
+            f"train calls {self.train_s:.1f} s in all"
+        )

@@ -105,7 +105,7 @@ class PPOLearner:
             own_loss,
             lc.num_minibatches == 1,
         )
-        self.length_plan = LengthPlanner(lc.use_jit and lc.pad_to_compiled)  # the length a graph runs at
+        self.length_plan = LengthPlanner(lc.pad_to_compiled, lc.use_jit)  # the length a graph runs at
 
     def _make_nets(self, info: EnvInfo, cfg: Config) -> nn.Cell:
         """The actor and critic (``nets.actor`` is the policy; a subclass may bring another critic)."""

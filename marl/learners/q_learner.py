@@ -179,7 +179,7 @@ class QLearner(ChunkedBPTT, LengthGroups):
             lc, self._loss_fn(), self.params, self.optimizer, own_loss, not self.bptt_chunk
         )
         self._soft = self._make_soft_update()
-        self.length_plan = LengthPlanner(lc.use_jit and lc.pad_to_compiled)  # the length a graph runs at
+        self.length_plan = LengthPlanner(lc.pad_to_compiled, lc.use_jit)  # the length a graph runs at
 
     # ------------------------------------------------------------------------------- the train step
     def _make_step(self):  # noqa: ANN202 (returns a compiled function)
