@@ -105,7 +105,7 @@ class PPOLearner:
             own_loss,
             lc.num_minibatches == 1,
         )
-        self.length_plan = LengthPlanner(lc.pad_to_compiled, lc.use_jit)  # the length a graph runs at
+        self.length_plan = LengthPlanner(info.n_agents, lc.pad_to_compiled, lc.use_jit)  # graph lengths
 
     def _make_nets(self, info: EnvInfo, cfg: Config) -> nn.Cell:
         """The actor and critic (``nets.actor`` is the policy; a subclass may bring another critic)."""
@@ -257,7 +257,6 @@ class PPOLearner:
             parts = [group_tensors(host, rows, slots, len(SLOT_KEYS)) for rows, slots in groups]
             n_valid = Tensor(np.float32(mask.sum()))
             outs = [grouped_update(self._groups, parts, n_valid) for _ in range(epochs)]
-            cells = b * cut + epochs * sum(len(rows) * t for rows, t in groups)
         else:
             inputs = group_tensors(host, slice(None), cut, len(SLOT_KEYS))
             n_mb = lc.num_minibatches
@@ -267,8 +266,7 @@ class PPOLearner:
                 perm = rng.permutation(b).astype(np.int32)
                 for chunk in perm.reshape(n_mb, b // n_mb):
                     outs.append(self._step(Tensor.from_numpy(np.ascontiguousarray(chunk)), *inputs).asnumpy())
-            cells = b * cut * (1 + epochs)
-        plan.record(time.perf_counter() - start, cells)
+        plan.record(time.perf_counter() - start)
         self.train_steps += 1
         stats = {k: float(v) for k, v in zip(STAT_NAMES, np.mean(outs, axis=0), strict=True)}
         stats["value_target_mean"] = float(self.value_norm.mean) if use_norm else float(ret[mask].mean())
@@ -297,10 +295,11 @@ class PPOLearner:
         sd = save_training_state(self.nets, {"": self.optimizer})
         sd["value_norm"] = self.value_norm.state()
         sd["counters/train_steps"] = np.array(self.train_steps, np.int64)
-        return sd
+        return sd | self.length_plan.state()
 
     def load_state_dict(self, sd: dict[str, np.ndarray]) -> None:
         """Restore what :meth:`state_dict` saved (same config and EnvInfo)."""
         load_training_state(self.nets, {"": self.optimizer}, sd)
         self.value_norm.load(sd["value_norm"])
         self.train_steps = int(sd["counters/train_steps"])
+        self.length_plan.load_state(sd)

@@ -179,7 +179,7 @@ class QLearner(ChunkedBPTT, LengthGroups):
             lc, self._loss_fn(), self.params, self.optimizer, own_loss, not self.bptt_chunk
         )
         self._soft = self._make_soft_update()
-        self.length_plan = LengthPlanner(lc.pad_to_compiled, lc.use_jit)  # the length a graph runs at
+        self.length_plan = LengthPlanner(info.n_agents, lc.pad_to_compiled, lc.use_jit)  # graph lengths
 
     # ------------------------------------------------------------------------------- the train step
     def _make_step(self):  # noqa: ANN202 (returns a compiled function)
@@ -307,12 +307,12 @@ class QLearner(ChunkedBPTT, LengthGroups):
         elif self._groups and (groups := self._group_split(batch["filled"])):
             groups = [(rows, plan.slots(("group", len(rows)), len(rows), t)) for rows, t in groups]
             out = self._grouped_step(batch, groups)
-            plan.record(time.perf_counter() - start, sum(len(rows) * t for rows, t in groups))
+            plan.record(time.perf_counter() - start)
         else:
             b = batch["filled"].shape[0]
             t = plan.slots(("batch", b), b, self.train_slots(batch["filled"]))
             out = self._step(*self._cut(batch, t)).asnumpy()
-            plan.record(time.perf_counter() - start, b * t)
+            plan.record(time.perf_counter() - start)
         self.train_steps += 1
         tau = self.cfg.learner.target_update_tau
         if tau > 0.0:
@@ -381,10 +381,11 @@ class QLearner(ChunkedBPTT, LengthGroups):
         sd = save_training_state(self.nets, {"": self.optimizer})
         sd["counters/train_steps"] = np.array(self.train_steps, np.int64)
         sd["counters/last_target_update_episode"] = np.array(self.last_target_update_episode, np.int64)
-        return sd
+        return sd | self.length_plan.state()
 
     def load_state_dict(self, sd: dict[str, np.ndarray]) -> None:
         """Restore what :meth:`state_dict` saved (same config and EnvInfo)."""
         load_training_state(self.nets, {"": self.optimizer}, sd)
         self.train_steps = int(sd["counters/train_steps"])
         self.last_target_update_episode = int(sd["counters/last_target_update_episode"])
+        self.length_plan.load_state(sd)
