@@ -307,12 +307,11 @@ class QLearner(ChunkedBPTT, LengthGroups):
         elif self._groups and (groups := self._group_split(batch["filled"])):
             groups = [(rows, plan.slots(("group", len(rows)), len(rows), t)) for rows, t in groups]
             out = self._grouped_step(batch, groups)
-            plan.record(time.perf_counter() - start)
         else:
             b = batch["filled"].shape[0]
             t = plan.slots(("batch", b), b, self.train_slots(batch["filled"]))
             out = self._step(*self._cut(batch, t)).asnumpy()
-            plan.record(time.perf_counter() - start)
+        plan.record(time.perf_counter() - start)
         self.train_steps += 1
         tau = self.cfg.learner.target_update_tau
         if tau > 0.0:
