@@ -55,7 +55,7 @@ def one_run(script: str, map_name: str, seed: int, t_max: int, pad: bool, out: P
     return {
         "variant": "pad_to_compiled" if pad else "exact lengths",
         "seed": seed,
-        "graphs": sum(len(x.split(",")) for x in lengths),
+        "n_lengths": sum(len(x.split(",")) for x in lengths),
         "lengths": found.group(1),
         "padded": int(found.group(2)),
         "learner_s": float(found.group(3)),
@@ -92,7 +92,7 @@ def main() -> None:
     for r in runs:
         per_k = 1000 * r["learner_s"] / r["t_env"] * 1000
         lines.append(
-            f"| {r['variant']} | {r['seed']} | {r['graphs']} | {r['lengths']} | {r['padded']} | "
+            f"| {r['variant']} | {r['seed']} | {r['n_lengths']} | {r['lengths']} | {r['padded']} | "
             f"{r['learner_s']:.1f} | {r['run_s']:.1f} | {r['t_env']:,} | {per_k:.0f} |"
         )
     text = "\n".join(lines) + "\n"

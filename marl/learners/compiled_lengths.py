@@ -64,6 +64,11 @@ class LengthPlanner:
         self.padding.pop((*graph, want), None)
         return want
 
+    def groups(self, groups: list[tuple[np.ndarray, int]], repeats: int = 1) -> list[tuple[np.ndarray, int]]:
+        """Length groups ``[(rows, slots), ...]`` with each group's slots as :meth:`slots` plans them (the
+        group step's graph is keyed by its episodes; ``repeats``: its runs per train call)."""
+        return [(rows, self.slots(("group", len(rows)), len(rows) * repeats, t)) for rows, t in groups]
+
     def record(self, seconds: float) -> None:
         """Add one train call's wall-clock (reported by :meth:`summary`)."""
         self.train_s += seconds

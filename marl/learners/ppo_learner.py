@@ -230,7 +230,7 @@ class PPOLearner:
             batch["filled"], lc.length_groups, self.t_slots, lc.time_bucket
         )
         if groups:  # the evaluation runs over the whole batch once, each group's step once an epoch
-            groups = [(rows, plan.slots(("group", len(rows)), len(rows) * epochs, t)) for rows, t in groups]
+            groups = plan.groups(groups, repeats=epochs)
         need = bucketed_slots(batch["filled"], self.t_slots, lc.time_bucket)
         need = max([need, *(t for _, t in groups or [])])  # a group may run longer than the batch needs
         cut = plan.slots(("batch", b), b if groups else b * (1 + epochs), need)

@@ -305,8 +305,7 @@ class QLearner(ChunkedBPTT, LengthGroups):
             grad_norm = self._apply(*grads)
             out = ops.concat([loss.reshape(1), stats, grad_norm.reshape(1)]).asnumpy()
         elif self._groups and (groups := self._group_split(batch["filled"])):
-            groups = [(rows, plan.slots(("group", len(rows)), len(rows), t)) for rows, t in groups]
-            out = self._grouped_step(batch, groups)
+            out = self._grouped_step(batch, plan.groups(groups))
         else:
             b = batch["filled"].shape[0]
             t = plan.slots(("batch", b), b, self.train_slots(batch["filled"]))
