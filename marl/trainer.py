@@ -21,7 +21,13 @@ import numpy as np
 
 from marl import registry
 from marl.buffers import EpisodeBatch, ReplayBuffer, Scheme
-from marl.buffers.replay import available_memory, capped_capacity, fill_shortfall, process_rss
+from marl.buffers.replay import (
+    available_memory,
+    capped_capacity,
+    fill_shortfall,
+    process_rss,
+    update_shortfall,
+)
 from marl.checkpoint import AGENT_CKPT, Checkpointer, latest, load_latest
 from marl.config import Config, config_from_dict, config_to_dict, dump_config
 from marl.config.schema import ALG_SECTIONS
@@ -31,6 +37,7 @@ from marl.learners.base import Learner, step_footprint
 from marl.logging import Logger
 from marl.run_folder import RunLock, create_run_dir, default_run_name
 from marl.runners import RolloutStats
+from marl.runners.overlap import run_beside
 from marl.signals import NonFiniteError, RunStopped, StopSignals, exit_code, nonfinite_report
 from marl.trainer_state import (  # nest/flatten re-exported: checkpoints' learner-state layout
     STOP_FILE,
@@ -78,6 +85,7 @@ class Trainer:
         if not isinstance(self.learner, Learner):
             raise TypeError(f"learner {cfg.learner.name!r} does not provide marl.learners.base.Learner")
         self.on_policy = bool(self.learner.on_policy)
+        self.overlap = cfg.runner.overlap and not self.on_policy  # on-policy: act, then learn
         if self.on_policy:
             self.buffer = None
         else:
@@ -218,20 +226,54 @@ class Trainer:
             stats.extend(s)
         return stats.summary("test_")
 
-    def _learn(self, batch: EpisodeBatch) -> dict[str, float] | None:
-        """Store the new episodes and train when there is enough data; returns the learner's stats."""
+    def _round(self) -> tuple[RolloutStats, dict[str, float] | None]:
+        """One round: the runner's next batch of episodes, stored, and a learner update when there is enough
+        data; returns the episodes' results and the learner's stats (None without an update).
+
+        With ``runner.overlap`` (off-policy learners), once the buffer can be sampled the update runs on the
+        episodes already stored while the runner plays the next batch on a second thread with the weights of
+        the update before (:mod:`marl.runners.overlap`); that batch is stored after the update, so a
+        checkpoint between rounds holds the same kind of state as without overlap."""
+        if self.overlap and self.buffer.can_sample(self.cfg.learner.batch_size):
+            (batch, stats), (out, weights) = run_beside(self._act, self._train)
+            self.controller.load_weights(weights)
+            self._count(stats)
+            self._store(batch)
+            return stats, out
+        batch, stats = self._act()
+        self._count(stats)
+        if not self._store(batch):
+            return stats, None
+        out, weights = self._train()
+        self.controller.load_weights(weights)
+        return stats, out
+
+    def _act(self) -> tuple[EpisodeBatch, RolloutStats]:
+        return self.runner.run(self.t_env, test_mode=False)
+
+    def _count(self, stats: RolloutStats) -> None:
+        self.t_env += int(sum(stats.lengths))
+        self.episode += len(stats.lengths)
+        self.logger.advance(self.t_env)
+
+    def _store(self, batch: EpisodeBatch) -> bool:
+        """Keep new episodes (the replay buffer, or on-policy the list of fresh ones); True once an update
+        can run."""
         n = self.cfg.learner.batch_size
         if self.on_policy:
             self.fresh.append(batch)
-            if sum(b.batch_size for b in self.fresh) < n:
-                return None
+            return sum(b.batch_size for b in self.fresh) >= n
+        self.buffer.insert(batch)
+        return self.buffer.can_sample(n)
+
+    def _train(self) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+        """One learner update on a sampled batch (or the fresh episodes, which it consumes); returns the
+        learner's stats and the new acting weights (the caller hands them to the controller)."""
+        if self.on_policy:
             batch, self.fresh = EpisodeBatch.concat(self.fresh), []
         else:
-            self.buffer.insert(batch)
-            if not self.buffer.can_sample(n):
-                return None
-            batch = self.buffer.sample(n, self.rng)
-        check = not self._memory_checked and self.buffer is not None and self.cfg.learner.memory_check
+            batch = self.buffer.sample(self.cfg.learner.batch_size, self.rng)
+        check = not self._memory_checked and self.cfg.learner.memory_check
         before = process_rss() if check else None
         out = self.learner.train(batch, self.t_env, self.episode)
         self.train_steps += 1
@@ -240,32 +282,36 @@ class Trainer:
             self._check_memory(batch, before)
         weights = self.learner.actor_weights()
         self._check_finite(out, weights)
-        self.controller.load_weights(weights)
         if self.t_env - self.last["hist"] >= self.cfg.log.histogram_interval:
             self.last["hist"] = self.t_env
             for key, values in self.learner.histograms(batch).items():
                 self.logger.log_histogram(key, values, self.t_env)
-        return out
+        return out, weights
 
     def _check_memory(self, batch: EpisodeBatch, before: int | None) -> None:
-        """After the first update: stop (exit 1) if the rest of the buffer, and the learner's step grown to
-        full-length episodes (its memory taken as proportional to the episodes x slots of its largest graph,
-        :func:`~marl.learners.base.step_footprint`), would not fit."""
-        rss, buf, per_episode = process_rss(), self.buffer, self.scheme.bytes_per_episode()
+        """After the first update: stop (exit 1) if the rest of the buffer (none on-policy), and the
+        learner's step grown to full-length episodes (its memory taken as proportional to the episodes x
+        slots of its largest graph, :func:`~marl.learners.base.step_footprint`), would not fit."""
+        rss, gib = process_rss(), 2**30
         growth = 0
         if rss is not None and before is not None:
             full = batch.batch_size * self.scheme.max_seq_length
             growth = int(max(rss - before, 0) * (full / max(step_footprint(self.learner, batch), 1) - 1))
         available = available_memory()
-        if rss is not None and available is not None:
-            gib, rest = 2**30, (buf.capacity - buf.size) * per_episode
-            print(
-                f"[memory] after the first update: {rss / gib:.1f} GiB resident; the buffer's "
-                f"{buf.capacity - buf.size} episodes to come {rest / gib:.1f} GiB, the learner's step on "
-                f"full-length episodes {growth / gib:.1f} GiB more (estimated); "
-                f"{available / gib:.1f} GiB available"
-            )
-        short = fill_shortfall(buf.capacity, buf.size, per_episode, rss, available, growth)
+        if rss is None or available is None:
+            return
+        buf, per_episode = self.buffer, self.scheme.bytes_per_episode()
+        rest = 0 if buf is None else buf.capacity - buf.size
+        to_come = f"the buffer's {rest} episodes to come {rest * per_episode / gib:.1f} GiB, " if rest else ""
+        print(
+            f"[memory] after the first update: {rss / gib:.1f} GiB resident; {to_come}the learner's step on "
+            f"full-length episodes {growth / gib:.1f} GiB more (estimated); {available / gib:.1f} GiB "
+            "available"
+        )
+        if buf is None:
+            short = update_shortfall(self.cfg.learner.batch_size, rss, available, growth)
+        else:
+            short = fill_shortfall(buf.capacity, buf.size, per_episode, rss, available, growth)
         if short is not None:
             raise RunStopped(f"stopped at t_env={self.t_env}: {short}", exit_code=1)
 
@@ -294,12 +340,9 @@ class Trainer:
         try:
             with signals:
                 while self.t_env < cfg.t_max and not signals.requested:
-                    batch, stats = self.runner.run(self.t_env, test_mode=False)
-                    self.t_env += int(sum(stats.lengths))
-                    self.episode += len(stats.lengths)
+                    stats, out = self._round()
                     window.extend(stats)
-                    self.logger.advance(self.t_env)
-                    train_out = self._learn(batch) or train_out
+                    train_out = out or train_out
                     signals.reassert()  # every MindSpore execution re-installs its own SIGINT handler
                     if cfg.log.test_nepisode and self.t_env - self.last["test"] >= cfg.log.test_interval:
                         self._test_phase(t0)

@@ -132,3 +132,17 @@ def test_fill_shortfall_names_a_size_that_fits_after_the_first_update():
     assert fill_shortfall(1000, 128, 8 * mib, 9 * gib, None) is None
     rss = process_rss()
     assert rss is None or rss > 10 * mib  # this process (Python, NumPy, pytest) holds at least that
+
+
+def test_update_shortfall_names_a_batch_that_fits_for_on_policy_learners():
+    from marl.buffers.replay import MEMORY_SHARE, update_shortfall
+
+    gib = 2**30
+    assert update_shortfall(32, 9 * gib, 10 * gib, 7 * gib) is None  # 8 GiB may go to the grown update
+    msg = update_shortfall(32, 9 * gib, 10 * gib, 16 * gib)
+    fits = 32 * int(MEMORY_SHARE * 10 * gib) // (16 * gib)
+    assert fits == 16 and f"learner.batch_size={fits} or less" in msg
+    assert "needs about 16.0 GiB more" in msg and "learner.num_minibatches" in msg
+    assert "learner.memory_check=false" in msg
+    assert update_shortfall(32, None, 10 * gib, 16 * gib) is None
+    assert update_shortfall(32, 9 * gib, None, 16 * gib) is None

@@ -241,3 +241,30 @@ def test_a_buffer_that_would_outgrow_the_memory_stops_the_run_at_the_first_updat
     assert saved is None or t_env_final(tmp_path / "short") < stopped_at
     cfg = _cfg(tmp_path, extra=("run_name=regardless", "learner.memory_check=false"))
     assert t_env_final(Trainer(cfg).run()) >= 400
+
+
+def test_an_on_policy_update_that_would_outgrow_the_memory_stops_the_run_at_the_first_update(
+    tmp_path, monkeypatch
+):
+    """MAPPO has no replay buffer, but its update grows with the episodes' length: the first update's growth,
+    scaled to full-length episodes, is checked against the memory available, and the stop names a
+    learner.batch_size that fits."""
+    import marl.trainer as trainer_mod
+    from marl.signals import RunStopped
+
+    tiny = [o for o in TINY if not o.startswith("mixer.")]
+    cfg = load_config("mappo", env="fake", overrides=[*tiny, f"results_dir={tmp_path}", "run_name=onp"])
+    rss = iter([10 * 2**30, 11 * 2**30])  # the first update grew this process by 1 GiB
+    monkeypatch.setattr(trainer_mod, "process_rss", lambda: next(rss))
+    monkeypatch.setattr(trainer_mod, "available_memory", lambda: 2**30)
+    trainer = Trainer(cfg)
+    full, half = trainer.scheme.max_seq_length, trainer.scheme.max_seq_length // 2  # episodes half as long
+    monkeypatch.setattr(trainer_mod, "step_footprint", lambda learner, batch: batch.batch_size * half)
+    growth = int(2**30 * (full / half - 1))
+    with pytest.raises(RunStopped) as stop:
+        trainer.run()
+    msg = str(stop.value)
+    assert stop.value.exit_code == 1 and trainer.on_policy
+    assert "the learner's update would outgrow the memory" in msg
+    assert f"needs about {growth / 2**30:.1f} GiB more" in msg
+    assert f"learner.batch_size={8 * int(0.8 * 2**30) // growth} or less" in msg  # 8 episodes x what fits

@@ -86,6 +86,29 @@ def fill_shortfall(
     )
 
 
+def update_shortfall(batch_size: int, rss: int | None, available: int | None, growth: int) -> str | None:
+    """On-policy learners (no replay buffer), after the first update: a message when the update, grown to
+    full-length episodes (``growth`` bytes more than now, see the trainer), needs more than ``MEMORY_SHARE``
+    of the ``available`` bytes, else None. The sizes suggested assume that the update's memory grows with
+    its episodes."""
+    if available is None or rss is None:
+        return None
+    allowed = int(MEMORY_SHARE * available)
+    if growth <= allowed:
+        return None
+    gib = 2**30
+    fits = max(batch_size * allowed // max(growth, 1), 1)
+    return (
+        f"the learner's update would outgrow the memory: after the first update this process holds "
+        f"{rss / gib:.1f} GiB; an update of learner.batch_size={batch_size} full-length episodes needs about "
+        f"{growth / gib:.1f} GiB more (the first update's growth scaled to full-length episodes), but only "
+        f"{available / gib:.1f} GiB are available ({int(MEMORY_SHARE * 100)} % of it may go to it), so the "
+        f"OS would kill the run part-way. Start again with learner.batch_size={fits} or less (a multiple of "
+        f"runner.batch_size_run), or more learner.num_minibatches "
+        f"(learner.memory_check=false runs on regardless)"
+    )
+
+
 def check_fits(scheme: Scheme, capacity: int, available: int | None) -> None:
     """Refuse a buffer that cannot fit in ``MEMORY_SHARE`` of ``available`` bytes, naming a size that fits.
 

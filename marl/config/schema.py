@@ -79,7 +79,7 @@ class BaseLearnerConfig:
     batch_size: int = 128  # episodes per train step
     buffer_size: int = 5000  # episodes in the replay buffer
     buffer_max_gib: float = 0.0  # > 0: hold at most this many GiB (fewer episodes on large maps); 0: no cap
-    memory_check: bool = True  # stop after the first update if filling the buffer would run out of memory
+    memory_check: bool = True  # stop after the first update if the buffer or the update would outgrow memory
     use_jit: bool = True  # compile the train step with ms.jit
     on_nonfinite: str = "stop"  # NaN/inf loss or gradient (the update is never applied): stop | skip
 
@@ -225,6 +225,9 @@ class RunnerConfig:
     name: str = "parallel"  # episode | parallel | ray
     batch_size_run: int = 8  # environments stepped together
     subprocess: bool = False  # step the envs in worker processes (worth it for slow envs, e.g. the real game)
+    # off-policy learners: play the next episodes on a second thread during each update, with the weights of
+    # the update before (one update of policy lag; marl/runners/overlap.py). On-policy learners never do.
+    overlap: bool = True
 
 
 @dataclass(frozen=True)
