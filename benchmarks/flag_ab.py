@@ -8,7 +8,8 @@ wall-clock, compiles included) and its trainer clock. The variants' runs are not
 trajectories part after a while; compare seconds per env step and the compile counts.
 
     python benchmarks/flag_ab.py --map 3m --t-max 150000 --seeds 0 1
-    python benchmarks/flag_ab.py --flag runner.overlap --map 8m --out benchmarks/results/overlap.md
+    python benchmarks/flag_ab.py --flag runner.overlap --map 8m --out benchmarks/results/overlap.md \
+        ms_threads=1
 
 ``benchmarks/compiled_lengths.py`` is this script with its first default.
 """
@@ -42,7 +43,9 @@ TITLES = {
 }
 
 
-def one_run(script: str, map_name: str, seed: int, t_max: int, flag: str, on: bool, out: Path) -> dict:
+def one_run(
+    script: str, map_name: str, seed: int, t_max: int, flag: str, on: bool, out: Path, extra: list[str]
+) -> dict:
     """One training run; its compiled lengths, padded calls, learner seconds, trainer clock and steps."""
     label = LABELS.get(flag, (f"{flag}=false", f"{flag}=true"))[on]
     name = f"{flag.split('.')[-1]}_{str(on).lower()}_{map_name}_seed{seed}"
@@ -58,6 +61,7 @@ def one_run(script: str, map_name: str, seed: int, t_max: int, flag: str, on: bo
         f"run_name={name}",
         f"t_max={t_max}",
         f"{flag}={str(on).lower()}",
+        *extra,
         "log.progress=false",
         "log.mindinsight=false",
     ]
@@ -90,10 +94,10 @@ def main(argv: list[str] | None = None, command: str = "flag_ab.py") -> None:
     ap.add_argument("--t-max", type=int, default=150_000)
     ap.add_argument("--results", default="/tmp/flag_ab")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "compiled_lengths.md"))
-    args = ap.parse_args(argv)
+    args, extra = ap.parse_known_args(argv)  # the rest: overrides for both variants
     out, load0 = Path(args.results) / time.strftime("%Y%m%d-%H%M%S"), os.getloadavg()
     plan = [(seed, on) for seed in args.seeds for on in (False, True)]
-    runs = [one_run(args.script, args.map, seed, args.t_max, args.flag, on, out) for seed, on in plan]
+    runs = [one_run(args.script, args.map, seed, args.t_max, args.flag, on, out, extra) for seed, on in plan]
     load1 = os.getloadavg()
     lines = [
         f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC: {args.map}, {args.script}, "

@@ -177,8 +177,15 @@ def test_resume_rewinds_logs_to_the_checkpoint(tmp_path):
 
 
 @pytest.mark.slow
-def test_exact_resume_reproduces_the_uninterrupted_run(tmp_path):
-    common = ("checkpoint.save_buffer=true", "log.log_interval=50", "learner.target_update_interval=20")
+@pytest.mark.parametrize("overlap", ["false", "true"])
+def test_exact_resume_reproduces_the_uninterrupted_run(tmp_path, overlap):
+    """Also with acting beside learning: a checkpoint falls between rounds, where no batch is in flight."""
+    common = (
+        "checkpoint.save_buffer=true",
+        "log.log_interval=50",
+        "learner.target_update_interval=20",
+        f"runner.overlap={overlap}",
+    )
     straight = Trainer(_cfg(tmp_path, "run_name=straight", "t_max=700", *common)).run()
     first = Trainer(_cfg(tmp_path, "run_name=cut", "t_max=350", *common)).run()
     cfg = load_config(base=load(latest(first))["meta"]["config"], overrides=["t_max=700"])

@@ -234,7 +234,7 @@ def test_ddpg_trainer_pendulum_continuous(tmp_path):
         "ddpg",
         "gym",
         "Pendulum-v1",
-        800,  # runner.overlap: an update counts the steps acted before it, so one round later than without
+        600,
         [
             "learner.batch_size=2",
             "learner.updates_per_step=0.1",

@@ -103,15 +103,15 @@ def _losses(run_dir: Path) -> list[tuple[int, float]]:
 
 
 def test_an_overlapped_run_is_reproducible_and_differs_from_the_sequential_one(tmp_path):
-    a = _trainer(tmp_path, "a").run()
-    b = _trainer(tmp_path, "b").run()
-    c = _trainer(tmp_path, "c", "runner.overlap=false").run()
+    a = _trainer(tmp_path, "a", "runner.overlap=true").run()
+    b = _trainer(tmp_path, "b", "runner.overlap=true").run()
+    c = _trainer(tmp_path, "c").run()
     assert _losses(a) == _losses(b) and len(_losses(a)) >= 3
     assert _losses(a) != _losses(c)  # one update of policy lag: another (fixed) schedule
 
 
 def test_on_policy_learners_never_overlap(tmp_path):
-    trainer = _trainer(tmp_path, "m", alg="mappo")
+    trainer = _trainer(tmp_path, "m", "runner.overlap=true", alg="mappo")
     assert trainer.cfg.runner.overlap and not trainer.overlap
     trainer.runner.close()
     trainer.lock.release()

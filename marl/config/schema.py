@@ -227,7 +227,9 @@ class RunnerConfig:
     subprocess: bool = False  # step the envs in worker processes (worth it for slow envs, e.g. the real game)
     # off-policy learners: play the next episodes on a second thread during each update, with the weights of
     # the update before (one update of policy lag; marl/runners/overlap.py). On-policy learners never do.
-    overlap: bool = True
+    # Off by default: on the 2-core reference machine the learner slows as much as acting saves
+    # (benchmarks/results/overlap.md).
+    overlap: bool = False
 
 
 @dataclass(frozen=True)
