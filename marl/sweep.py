@@ -38,7 +38,7 @@ from marl.config import config_from_dict, config_to_dict, load_config
 from marl.report.runs import RunResult, compute_absolute, summarize_run
 from marl.report.sweep_summary import METRIC, plot_sweep, summary_markdown
 from marl.signals import RunStopped, StopSignals, exit_code
-from marl.sweep_plan import PLAN_FILE, args_from_plan, build_parser, merge_plan, plan_record
+from marl.sweep_plan import PLAN_FILE, args_from_plan, build_parser, merge_plan, parse_run_memory, plan_record
 from marl.sweep_stop import check_finished, check_not_stopping, clear, request_stop
 
 __all__ = ["RunResult", "summarize_run", "summary_markdown", "plot_sweep", "plan", "run_sweep", "sweep_main"]
@@ -131,9 +131,11 @@ def run_sweep(
     metric: str = METRIC,
     threshold: float = 0.95,
     absolute: bool = True,
+    run_memory: dict[str | None, float] | None = None,
 ) -> list[RunResult]:
     """Submit every run as a Ray task (Ray must be initialised); a failed run is reported, not fatal.
-    With ``absolute`` each task then evaluates its run's best checkpoint (the report's absolute metric)."""
+    With ``absolute`` each task then evaluates its run's best checkpoint (the report's absolute metric).
+    ``run_memory`` (:func:`~marl.sweep_plan.parse_run_memory`) reserves Ray's memory resource per run."""
     import ray
 
     # max_calls=1: every run in a fresh worker process (a reused one keeps the last run's memory)
@@ -147,7 +149,9 @@ def run_sweep(
             refs[key], done[key] = (m, s, d), earlier
             print(f"[sweep] {m} seed {s}: finished earlier (final {metric} {earlier.final:.3f})", flush=True)
         else:
-            refs[task.remote(c, str(d), m, s, metric, threshold, absolute)] = (m, s, d)
+            gib = (run_memory or {}).get(m, (run_memory or {}).get(None))
+            submit = task.options(memory=int(gib * 2**30)) if gib else task
+            refs[submit.remote(c, str(d), m, s, metric, threshold, absolute)] = (m, s, d)
     pending = [r for r in refs if r not in done]
     # the first signal stops every run with a checkpoint; a second one aborts at once
     signals, asked = StopSignals(), False
@@ -171,6 +175,25 @@ def run_sweep(
             f"{name} received; runs stopped with a checkpoint", exit_code=exit_code(signals.signum)
         )
     return [done[r] for r in refs]
+
+
+def check_memory_offered(run_memory: dict[str | None, float]) -> None:
+    """Refuse reservations that no node of the Ray cluster offers (Ray would wait for them forever)."""
+    if not run_memory:
+        return
+    import ray
+
+    offered = max((n["Resources"].get("memory", 0.0) for n in ray.nodes() if n.get("Alive")), default=0.0)
+    gib = offered / 2**30
+    over = {m or "default": g for m, g in run_memory.items() if g > gib}
+    if over:
+        asked = ", ".join(f"{m}: {g:g} GiB" for m, g in over.items())
+        raise SystemExit(
+            f"sweep.py: --run-memory asks more than any Ray node offers to tasks ({gib:.1f} GiB; a local Ray "
+            f"offers the memory free at its start less its object store): {asked}. Reserve less, or start "
+            "Ray with a smaller object store (ray start --head --object-store-memory BYTES) and pass "
+            "--address auto"
+        )
 
 
 def _collect(ray: Any, ref: Any, run: tuple[str, int, Path], metric: str, threshold: float) -> RunResult:
@@ -198,6 +221,7 @@ def sweep_main(argv: Sequence[str] | None = None) -> tuple[Path, list[RunResult]
         raise SystemExit("sweep.py: --maps is required (or --resume FOLDER)")
     if args.seeds < 1 or args.cpus_per_run <= 0:
         raise SystemExit("--seeds must be >= 1 and --cpus-per-run > 0")
+    run_memory = parse_run_memory(args.run_memory, list(args.maps))
     out = Path(args.out or Path("results") / f"sweep_{args.alg}_{time.strftime('%Y%m%d-%H%M%S')}").resolve()
     seeds = list(range(args.seed_start, args.seed_start + args.seeds))
     # each run's learner on its share of the cores (a later ms_threads=... of the user's wins)
@@ -209,12 +233,15 @@ def sweep_main(argv: Sequence[str] | None = None) -> tuple[Path, list[RunResult]
     clear(out)  # an earlier stop request: this invocation runs
     owns = connect(args.address, args.num_cpus)
     try:
+        check_memory_offered(run_memory)
         print(
             f"[sweep] {len(runs)} runs ({len(args.maps)} maps x {len(seeds)} seeds) -> {out}; "
             f"cluster CPUs: {_ray().cluster_resources().get('CPU', 0):g}",
             flush=True,
         )
-        results = run_sweep(runs, args.cpus_per_run, args.metric, args.threshold, not args.no_absolute)
+        results = run_sweep(
+            runs, args.cpus_per_run, args.metric, args.threshold, not args.no_absolute, run_memory
+        )
     except RunStopped as stop:  # the first signal: every run stopped with a checkpoint
         print(f"[sweep] {stop}; finished runs are kept. Continue with: scripts/sweep.py --resume {out}")
         raise SystemExit(stop.exit_code) from None

@@ -41,6 +41,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--num-cpus", type=int, default=None, help="CPUs of a local Ray (default: all)")
     p.add_argument("--cpus-per-run", type=float, default=1.0, help="CPUs reserved per run (default 1)")
+    p.add_argument(
+        "--run-memory",
+        nargs="+",
+        default=None,
+        metavar="[MAP=]GIB",
+        help="memory reserved per run through Ray's memory resource, in GiB: one number for every map and/or "
+        "MAP=GIB for one map (e.g. 3 27m_vs_30m=13): Ray then starts a run only beside runs whose "
+        "reservations fit with it (default: none, CPUs alone decide)",
+    )
     p.add_argument("--metric", default=METRIC, help=f"logged key summarised (default {METRIC})")
     p.add_argument("--threshold", type=float, default=0.95, help="'steps to' threshold (default 0.95)")
     p.add_argument("--reps", type=int, default=2_000, help="bootstrap resamples of the report (default 2000)")
@@ -64,7 +73,25 @@ def plan_record(args: argparse.Namespace) -> dict[str, Any]:
         "threshold": args.threshold,
         "maps": list(args.maps),
         "seeds": seeds,
+        "run_memory": args.run_memory,
     }
+
+
+def parse_run_memory(specs: list[str] | None, maps: list[str]) -> dict[str | None, float]:
+    """``--run-memory`` as ``{map or None (every other map): GiB}``; a clear error for a malformed entry or a
+    map the sweep does not run."""
+    out: dict[str | None, float] = {}
+    for spec in specs or []:
+        name, _, value = spec.rpartition("=")
+        try:
+            gib = float(value)
+        except ValueError:
+            gib = -1.0
+        if gib <= 0 or (name and name not in maps):
+            what = f"{name!r} is not a map of this sweep ({', '.join(maps)})" if gib > 0 else "not GIB > 0"
+            raise SystemExit(f"sweep.py: --run-memory {spec!r}: {what}; write GIB or MAP=GIB (e.g. 3 8m=4)")
+        out[name or None] = gib
+    return out
 
 
 def merge_plan(out: Path, record: dict[str, Any]) -> dict[str, Any]:
@@ -82,6 +109,8 @@ def merge_plan(out: Path, record: dict[str, Any]) -> dict[str, Any]:
             f"or --resume {out} to continue it as it was"
         )
     merged = dict(old)
+    if record.get("run_memory") is not None:  # a new reservation replaces the recorded one
+        merged["run_memory"] = record["run_memory"]
     merged["maps"] = list(dict.fromkeys([*old["maps"], *record["maps"]]))
     merged["seeds"] = sorted({*old["seeds"], *record["seeds"]})
     return merged
@@ -99,5 +128,7 @@ def args_from_plan(args: argparse.Namespace) -> argparse.Namespace:
         raise SystemExit(f"sweep.py: --resume {folder}: its seeds {seeds} are not a contiguous range")
     for k in ("alg", "env", "overrides", "metric", "threshold", "maps"):
         setattr(args, k, plan_[k])
+    if args.run_memory is None:  # the command line's reservation wins over the recorded one
+        args.run_memory = plan_.get("run_memory")
     args.seed_start, args.seeds, args.out = seeds[0], len(seeds), str(folder)
     return args

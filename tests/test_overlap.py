@@ -59,13 +59,18 @@ def _trainer(tmp_path: Path, name: str, *extra: str, alg: str = "qmix") -> Train
 
 def _instrument(trainer: Trainer, wait_s: float) -> list[bool]:
     """Each train call records whether an acting batch was in flight; each acting batch asserts that no new
-    weights reached the controller between its first step and its last."""
-    acting, seen, loads = threading.Event(), [], [0]
+    weights reached the controller between its first step and its last. An acting batch of a round that
+    trains (the buffer can be sampled) waits up to ``wait_s`` for the update to start, so that a tiny
+    batch cannot finish before the update begins."""
+    acting, training, seen, loads = threading.Event(), threading.Event(), [], [0]
     run, train, load = trainer.runner.run, trainer.learner.train, trainer.controller.load_weights
+    n = trainer.cfg.learner.batch_size
 
     def watched_run(t_env: int, test_mode: bool = False):
         before = loads[0]
         acting.set()
+        if not test_mode and trainer.buffer.can_sample(n):
+            training.wait(timeout=wait_s)
         try:
             return run(t_env, test_mode)
         finally:
@@ -73,8 +78,12 @@ def _instrument(trainer: Trainer, wait_s: float) -> list[bool]:
             assert loads[0] == before, "the acting policy changed in the middle of a batch"
 
     def watched_train(*args, **kwargs):
-        seen.append(acting.wait(timeout=wait_s))
-        return train(*args, **kwargs)
+        training.set()
+        try:
+            seen.append(acting.wait(timeout=wait_s))
+            return train(*args, **kwargs)
+        finally:
+            training.clear()
 
     def counted_load(weights):
         loads[0] += 1

@@ -282,3 +282,35 @@ def test_a_signal_stops_every_run_with_a_checkpoint_and_resume_finishes(tmp_path
     for r in runs:
         assert "[resume]" in (r / "stdout.log").read_text() and (r / "result.json").is_file()
         assert load(latest(r))["meta"]["t_env"] >= t_max
+
+
+def test_run_memory_entries_are_parsed_or_refused_with_what_is_allowed():
+    from marl.sweep_plan import parse_run_memory
+
+    assert parse_run_memory(None, ["3m"]) == {}
+    assert parse_run_memory(["3", "8m=4.5"], ["3m", "8m"]) == {None: 3.0, "8m": 4.5}
+    for bad, why in [("x", "not GIB > 0"), ("0", "not GIB > 0"), ("2s3z=2", "not a map of this sweep")]:
+        with pytest.raises(SystemExit, match=why) as err:
+            parse_run_memory([bad], ["3m", "8m"])
+        assert "write GIB or MAP=GIB" in str(err.value)
+
+
+def test_memory_reservations_keep_two_runs_apart_and_too_large_ones_are_refused(tmp_path):
+    """Two CPUs, but each run reserves 60 % of the memory Ray offers: the runs go one after the other.
+    A reservation larger than any node offers stops the sweep before any run starts."""
+    ray = _fresh_ray()
+    base = ["--env", "fake", "--maps", "m1", "m2", "--seeds", "1", "--no-absolute", "--reps", "50", *TINY]
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    try:
+        offered = ray.cluster_resources()["memory"] / 2**30
+        with pytest.raises(SystemExit, match="more than any Ray node offers") as err:
+            sweep_main([*base, "--out", str(tmp_path / "big"), "--run-memory", f"m2={2 * offered:.1f}"])
+        assert "m2:" in str(err.value) and not list((tmp_path / "big").glob("qmix_*"))
+        out = tmp_path / "apart"
+        _, results = sweep_main([*base, "--out", str(out), "--run-memory", f"{0.6 * offered:.2f}"])
+    finally:
+        ray.shutdown()
+    assert all(not r.error for r in results) and len(results) == 2
+    a, b = sorted(results, key=lambda r: r.started)
+    assert b.started >= a.finished  # never side by side, though a CPU was free
+    assert json.loads((out / "sweep.json").read_text())["run_memory"] == [f"{0.6 * offered:.2f}"]
