@@ -43,12 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cpus-per-run", type=float, default=1.0, help="CPUs reserved per run (default 1)")
     p.add_argument(
         "--run-memory",
-        nargs="+",
         default=None,
-        metavar="[MAP=]GIB",
-        help="memory reserved per run through Ray's memory resource, in GiB: one number for every map and/or "
-        "MAP=GIB for one map (e.g. 3 27m_vs_30m=13): Ray then starts a run only beside runs whose "
-        "reservations fit with it (default: none, CPUs alone decide)",
+        metavar="[MAP=]GIB,...",
+        help="memory reserved per run through Ray's memory resource, in GiB, comma-separated: one number for "
+        "every map and/or MAP=GIB for one map (e.g. 3,27m_vs_30m=13): Ray then starts a run only beside runs "
+        "whose reservations fit with it (default: none, CPUs alone decide)",
     )
     p.add_argument("--metric", default=METRIC, help=f"logged key summarised (default {METRIC})")
     p.add_argument("--threshold", type=float, default=0.95, help="'steps to' threshold (default 0.95)")
@@ -77,11 +76,14 @@ def plan_record(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def parse_run_memory(specs: list[str] | None, maps: list[str]) -> dict[str | None, float]:
-    """``--run-memory`` as ``{map or None (every other map): GiB}``; a clear error for a malformed entry or a
-    map the sweep does not run."""
+def parse_run_memory(specs: str | None, maps: list[str]) -> dict[str | None, float]:
+    """``--run-memory`` (``"3,8m=4"``) as ``{map or None (every other map): GiB}``; a clear error for a
+    malformed entry or a map the sweep does not run."""
     out: dict[str | None, float] = {}
-    for spec in specs or []:
+    for spec in (specs or "").split(","):
+        if not spec.strip():
+            continue
+        spec = spec.strip()
         name, _, value = spec.rpartition("=")
         try:
             gib = float(value)
@@ -89,7 +91,7 @@ def parse_run_memory(specs: list[str] | None, maps: list[str]) -> dict[str | Non
             gib = -1.0
         if gib <= 0 or (name and name not in maps):
             what = f"{name!r} is not a map of this sweep ({', '.join(maps)})" if gib > 0 else "not GIB > 0"
-            raise SystemExit(f"sweep.py: --run-memory {spec!r}: {what}; write GIB or MAP=GIB (e.g. 3 8m=4)")
+            raise SystemExit(f"sweep.py: --run-memory {spec!r}: {what}; write GIB or MAP=GIB (e.g. 3,8m=4)")
         out[name or None] = gib
     return out
 

@@ -288,10 +288,10 @@ def test_run_memory_entries_are_parsed_or_refused_with_what_is_allowed():
     from marl.sweep_plan import parse_run_memory
 
     assert parse_run_memory(None, ["3m"]) == {}
-    assert parse_run_memory(["3", "8m=4.5"], ["3m", "8m"]) == {None: 3.0, "8m": 4.5}
+    assert parse_run_memory("3, 8m=4.5", ["3m", "8m"]) == {None: 3.0, "8m": 4.5}
     for bad, why in [("x", "not GIB > 0"), ("0", "not GIB > 0"), ("2s3z=2", "not a map of this sweep")]:
         with pytest.raises(SystemExit, match=why) as err:
-            parse_run_memory([bad], ["3m", "8m"])
+            parse_run_memory(bad, ["3m", "8m"])
         assert "write GIB or MAP=GIB" in str(err.value)
 
 
@@ -307,10 +307,11 @@ def test_memory_reservations_keep_two_runs_apart_and_too_large_ones_are_refused(
             sweep_main([*base, "--out", str(tmp_path / "big"), "--run-memory", f"m2={2 * offered:.1f}"])
         assert "m2:" in str(err.value) and not list((tmp_path / "big").glob("qmix_*"))
         out = tmp_path / "apart"
-        _, results = sweep_main([*base, "--out", str(out), "--run-memory", f"{0.6 * offered:.2f}"])
+        # before the key=value overrides: one comma-separated value, none of them taken for a reservation
+        _, results = sweep_main(["--run-memory", f"{0.6 * offered:.2f}", *base, "--out", str(out)])
     finally:
         ray.shutdown()
     assert all(not r.error for r in results) and len(results) == 2
     a, b = sorted(results, key=lambda r: r.started)
     assert b.started >= a.finished  # never side by side, though a CPU was free
-    assert json.loads((out / "sweep.json").read_text())["run_memory"] == [f"{0.6 * offered:.2f}"]
+    assert json.loads((out / "sweep.json").read_text())["run_memory"] == f"{0.6 * offered:.2f}"
