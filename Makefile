@@ -74,6 +74,7 @@ torchrl-env: $(TORCHRL_VENV)/.installed
 
 bench: bench-step
 	$(PY) benchmarks/sim_throughput.py
+	$(PY) benchmarks/smac_api_step.py
 	$(PY) benchmarks/fidelity.py
 	$(MAKE) torchrl-env
 	$(TORCHRL_VENV)/bin/python benchmarks/torchrl_mappo.py --map 3m --frames 400000 --budget-s 1200

@@ -26,6 +26,12 @@ def _move(dx: float, dy: float) -> int:
     return (4 if dx > 0 else 5) if abs(dx) > abs(dy) else (2 if dy > 0 else 3)
 
 
+def make_env(seed: int) -> StarCraft2Env:
+    """2s_vs_1sc on the embedded engine, on the table-by-table path (``fused=False``), whose ``env._engine``
+    holds the engine state that :func:`play` reads (the crawler's target)."""
+    return StarCraft2Env(map_name="2s_vs_1sc", seed=seed, backend="sim", fused=False)
+
+
 def play(env: StarCraft2Env, swap_shield: float) -> tuple[bool, int, float]:
     """One episode; returns (won, length in agent steps, the crawler's hit points left)."""
     env.reset()
@@ -62,7 +68,7 @@ def main(argv: list[str] | None = None) -> None:
     print("| swap when shields <= | episodes | wins | episode length | crawler HP left |")
     print("|---|---|---|---|---|")
     for s in args.swap_shield:
-        env = StarCraft2Env(map_name="2s_vs_1sc", seed=args.seed, backend="sim")
+        env = make_env(args.seed)
         runs = [play(env, s) for _ in range(args.episodes)]
         won, length, left = np.array(runs, dtype=float).T
         label = "never" if s < 0 else f"{s:g}"

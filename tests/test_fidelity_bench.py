@@ -12,8 +12,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import fidelity  # noqa: E402
 import two_stalker_probe  # noqa: E402
 
-from marl.envs.smac.env import StarCraft2Env  # noqa: E402
-
 
 def test_wilson_interval_matches_known_values():
     lo, hi = fidelity.wilson(0, 10)
@@ -63,7 +61,7 @@ def test_the_published_file_names_a_source_for_every_block():
 
 
 def test_two_stalker_probe_plays_2s_vs_1sc():
-    env = StarCraft2Env(map_name="2s_vs_1sc", seed=0, backend="sim")
+    env = two_stalker_probe.make_env(seed=0)
     won, length, left = two_stalker_probe.play(env, swap_shield=-1.0)
     assert 0 < length <= 300 and left < 300  # the stalkers reached the crawler and hurt it
     assert won == (left <= 0)

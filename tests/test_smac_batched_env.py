@@ -1,4 +1,7 @@
-"""BatchedStarCraft2Env / BatchedSmacVectorEnv: env e equals StarCraft2Env(seed + e) step for step."""
+"""BatchedStarCraft2Env / BatchedSmacVectorEnv: env e equals StarCraft2Env(seed + e) step for step.
+
+The single envs run StarCraft2Env's table-by-table path (``fused=False``): its default on the embedded
+engine is a batch of one (``env_fused.py``), which would compare the batch with itself."""
 
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ ALL_OBS_FLAGS = dict(
 
 
 def _singles(name: str, n: int, seed: int, **flags) -> list[StarCraft2Env]:
-    return [StarCraft2Env(name, backend="sim", seed=seed + e, **flags) for e in range(n)]
+    return [StarCraft2Env(name, backend="sim", seed=seed + e, fused=False, **flags) for e in range(n)]
 
 
 def _play_against_singles(
@@ -150,7 +153,7 @@ def test_runner_with_batched_vector_env_gives_the_same_episode_batch():
     name, n, seed = "3m", 3, 40
     info = EnvInfo.from_dict(StarCraft2Env(name, backend="sim").get_env_info())
     scheme = Scheme(info)
-    fns = [lambda e=e: StarCraft2Env(name, backend="sim", seed=seed + e) for e in range(n)]
+    fns = [lambda e=e: StarCraft2Env(name, backend="sim", seed=seed + e, fused=False) for e in range(n)]
     ref = ParallelRunner(fns, scheme, _Deterministic())
     venv = BatchedSmacVectorEnv(name, n, seed=seed)
     ours = ParallelRunner(fns, scheme, _Deterministic(), venv=venv)

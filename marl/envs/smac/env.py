@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from marl.envs.base import MultiAgentEnv
+from marl.envs.smac.env_fused import FusedPath, FusedSingle, frame_table
 from marl.envs.smac.features import N_ACTIONS_NO_ATTACK, RUNNING, SmacFeatures, SmacOptions, Units, max_reward
 from marl.envs.smac.maps import load_map
 from marl.envs.smac.render import render_frame, save_gif
@@ -50,12 +51,14 @@ def make_engine(
     return SimEngine(spec, seed=seed)
 
 
-class StarCraft2Env(MultiAgentEnv):
+class StarCraft2Env(FusedPath, MultiAgentEnv):
     """SMAC's ``StarCraft2Env`` (oxwhirl/smac v1 interface; Samvelyan et al., 2019, arXiv:1902.04043).
 
     ``smac_flags`` are SMAC's options (see :class:`SmacOptions`). ``engine`` replaces the backend's
     engine with any object that has ``reset``/``step``/``seed`` (tests, custom simulators); ``spec`` replaces
-    the map file (generated scenarios, :mod:`marl.envs.smac.smacv2`).
+    the map file (generated scenarios, :mod:`marl.envs.smac.smacv2`). On the embedded engine (no ``engine``,
+    ``spec`` or ``heuristic_ai``) a step is one compiled call (``env_fused.py``); ``fused=False`` runs the
+    table-by-table path that every engine shares, with the same results.
     """
 
     def __init__(
@@ -69,6 +72,7 @@ class StarCraft2Env(MultiAgentEnv):
         difficulty: str = "7",
         step_mul: int = 8,
         spec: MapSpec | None = None,
+        fused: bool = True,
         **smac_flags: Any,
     ) -> None:
         self.map_name = map_name
@@ -86,6 +90,10 @@ class StarCraft2Env(MultiAgentEnv):
         elif backend == "auto":
             backend = "sim"
         self.backend = backend
+        self._fused_ok = bool(fused) and backend == "sim" and engine is None and spec is None
+        self._fused_ok = self._fused_ok and not self.opts.heuristic_ai
+        self._fused: FusedSingle | None = None
+        self._smac_flags = dict(smac_flags)
         self.difficulty, self.step_mul = str(difficulty), step_mul
         self.features = SmacFeatures(self.spec, self.opts)
         self.n_agents, self.n_enemies = self.spec.n_agents, self.spec.n_enemies
@@ -99,15 +107,18 @@ class StarCraft2Env(MultiAgentEnv):
         self._max_reward_from_table = False
         self.battles_won = self.battles_game = self.timeouts = self.restarts = 0
         self._episode_count = 0
-        self._table: UnitTable | None = None
-        self._frames: list[tuple[UnitTable, np.ndarray | None]] = []
-        self._last_frames: list[tuple[UnitTable, np.ndarray | None]] = []
+        self._table = None
+        # (unit table, or on the fused path an engine snapshot: see frame_table; the actions that led there)
+        self._frames: list[tuple[Any, np.ndarray | None]] = []
+        self._last_frames: list[tuple[Any, np.ndarray | None]] = []
 
     # ------------------------------------------------------------------ episode control
     def reset(self, seed: int | None = None) -> tuple[list[np.ndarray], np.ndarray]:
         """Start an episode; returns (per-agent observations, state)."""
         if seed is not None:
             self.seed(seed)
+        if self._fused_ok:
+            return self._reset_fused()
         if self._engine is None:
             self._engine = make_engine(self.spec, self.backend, self._seed, self.difficulty, self.step_mul)
         table = self._engine.reset()
@@ -139,10 +150,12 @@ class StarCraft2Env(MultiAgentEnv):
 
     def step(self, actions: Any) -> tuple[float, bool, dict[str, Any]]:
         """Apply one joint action; returns (reward, terminated, info) with SMAC's info keys."""
-        if self._table is None:
+        if not self._started():
             raise RuntimeError("call reset() before step()")
         if self._terminated:
             raise RuntimeError("the episode has ended; call reset() to start a new one")
+        if self._fused is not None:
+            return self._step_fused(actions)
         acts = self._check_actions(actions)
         self.last_action = np.eye(self.n_actions, dtype=np.float32)[acts]
         if self.opts.heuristic_ai:
@@ -253,24 +266,23 @@ class StarCraft2Env(MultiAgentEnv):
         self._avail, self._obs, self._state = avail[0], obs[0], state[0]
 
     def _require(self) -> UnitTable:
-        if self._table is None:
-            raise RuntimeError("call reset() first")
+        self._require_view()
         return self._table
 
     # ------------------------------------------------------------------ SMAC getters
     def get_obs(self) -> list[np.ndarray]:
-        self._require()
+        self._require_view()
         return list(self._obs)
 
     def get_obs_agent(self, agent_id: int) -> np.ndarray:
-        self._require()
+        self._require_view()
         return self._obs[agent_id]
 
     def get_obs_size(self) -> int:
         return self.features.obs_size
 
     def get_state(self) -> np.ndarray:
-        self._require()
+        self._require_view()
         return self._state.copy()
 
     def get_state_size(self) -> int:
@@ -299,11 +311,11 @@ class StarCraft2Env(MultiAgentEnv):
         return out
 
     def get_avail_actions(self) -> list[list[int]]:
-        self._require()
+        self._require_view()
         return self._avail.tolist()
 
     def get_avail_agent_actions(self, agent_id: int) -> list[int]:
-        self._require()
+        self._require_view()
         return self._avail[agent_id].tolist()
 
     def get_total_actions(self) -> int:
@@ -361,6 +373,8 @@ class StarCraft2Env(MultiAgentEnv):
         self._seed = seed
         if self._engine is not None and seed is not None:
             self._engine.seed(seed)
+        if self._fused is not None and seed is not None:
+            self._fused.seed(seed)
         return self._seed
 
     def feature_bounds(self) -> dict[str, tuple[float, float]]:
@@ -394,7 +408,7 @@ class StarCraft2Env(MultiAgentEnv):
         if hasattr(self._engine, "save_replay"):
             return self._engine.save_replay(self.replay_dir, self.replay_prefix)
         frames = self._frames if (self._terminated or not self._last_frames) else self._last_frames
-        images = [render_frame(self.spec, t, a, medivac_heals=True) for t, a in frames]
+        images = [render_frame(self.spec, frame_table(t), a, medivac_heals=True) for t, a in frames]
         stamp = time.strftime("%Y%m%d-%H%M%S")
         path = self.replay_dir / f"{self.replay_prefix}_{stamp}_{self._episode_count}.gif"
         return str(save_gif(images, path))
@@ -404,5 +418,6 @@ class StarCraft2Env(MultiAgentEnv):
         if self._engine is not None and hasattr(self._engine, "close"):
             self._engine.close()
         self._engine = None
+        self._fused = None
         self._table = None
         self._frames, self._last_frames = [], []
