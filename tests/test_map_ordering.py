@@ -43,3 +43,23 @@ def test_table_reads_a_sweep(tmp_path):
     assert "5m_vs_6m" not in row
     assert "100 %" in row["corridor"]  # pymarl2's fine-tuned QMIX on the game
     assert "**incomplete**: no finished map in hard" in out
+
+
+def test_side_by_side_puts_each_algorithm_beside_the_others(tmp_path):
+    pytest.importorskip("rliable")
+    from test_report import fake_run
+
+    for seed in (0, 1):
+        fake_run(tmp_path, "qmix", "8m", seed, [(260_000, 0.6), (300_000, 0.8)], env="sc2")
+    fake_run(tmp_path, "mappo", "8m", 0, [(260_000, 0.2), (300_000, 0.4)], env="sc2")
+    fake_run(tmp_path, "mappo", "corridor", 0, [(260_000, 0.0), (300_000, 0.0)], env="sc2")
+    out = mo.side_by_side([tmp_path], 300_000, ["qmix", "mappo"])
+    head = next(line for line in out.splitlines() if line.startswith("| map"))
+    assert "QMIX at 300k" in head and "MAPPO at 300k" in head
+    row = {line.split("|")[1].strip(): line.split("|") for line in out.splitlines() if line.startswith("| ")}
+    assert row["8m"][3].strip() == "0, 1" and "**0.70**" in row["8m"][4]  # QMIX: mean(0.6, 0.8)
+    assert row["8m"][5].strip() == "0" and "**0.30**" in row["8m"][6]  # MAPPO, one seed
+    assert row["corridor"][3].strip() == "—"  # no QMIX run finished there
+    assert "- QMIX: ordered as published" in out and "- MAPPO: class means: easy 0.30" in out
+    with pytest.raises(SystemExit, match="no vdn run"):
+        mo.side_by_side([tmp_path], 300_000, ["qmix", "vdn"])
