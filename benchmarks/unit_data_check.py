@@ -174,6 +174,42 @@ def missile(cat: dict[str, Catalog], effect_id: str) -> dict | None:
     }
 
 
+def _array(effects: Catalog, effect_id: str, name: str) -> list[str]:
+    """Every element of an entry's array field ``name``, in order."""
+    return [v for k, v in effects.entries.get(effect_id, {}).items() if k.split("#")[0] == name]
+
+
+def timing(effects: Catalog, effect_id: str) -> dict:
+    """The delayed hits of a weapon effect made of persistent effects: ``burst`` (one persistent on the
+    target with its periods, the zealot's ``PsiBladesBurst``) and ``sweep`` (a set of persistents on the
+    target whose searches put a delayed persistent on the units they find, the colossus's ``ThermalLances``);
+    empty for any other effect."""
+    f = lambda eid, name, d=None: effects.field(eid, name, d)  # noqa: E731
+    cls = effects.cls(effect_id)
+    if cls == "CEffectCreatePersistent" and not f(effect_id, "ExpireEffect"):
+        return {
+            "burst": {
+                "effect": effect_id,
+                "periods_s": [float(v) for v in _array(effects, effect_id, "PeriodicPeriodArray")],
+            }
+        }
+    sweeps = _array(effects, effect_id, "EffectArray") if cls == "CEffectSet" else []
+    if sweeps and all(effects.cls(x) == "CEffectCreatePersistent" for x in sweeps):
+        first = sweeps[0]
+        search = f(first, "PeriodicEffectArray", "")
+        delayed = f(search, "AreaArray", "")
+        return {
+            "sweep": {
+                "effects": sweeps,
+                "expire_delay_s": float(f(first, "ExpireDelay", "0")),
+                "searches": int(f(first, "PeriodCount", "1")),
+                "search_period_s": float(f(first, "PeriodicPeriodArray", "0")),
+                "splash_delay_s": float(f(delayed, "ExpireDelay", "0")),
+            }
+        }
+    return {}
+
+
 def weapons(units: Catalog, unit: str) -> list[str]:
     """Every weapon the unit carries, in its ``WeaponArray`` order."""
     node = units.entries.get(unit, {})
@@ -211,6 +247,7 @@ def catalog_row(cat: dict[str, Catalog], unit: str, weapon: str | None = None) -
         }
         if (launch := missile(cat, effect)) is not None:
             row["weapon"]["missile"] = launch
+        row["weapon"].update(timing(e, effect))
     return row
 
 
@@ -264,6 +301,10 @@ def compare(table: dict, cat: dict[str, Catalog]) -> list[str]:
                 same = abs(float(a) - float(b)) < 1e-3
             if not same:
                 bad.append(f"{name}.weapon.missile.{key}: table {a}, catalogs {b}")
+        for key in ("burst", "sweep"):  # delayed hits: the same fields, equal values
+            a, b = wt.get(key), (wc or {}).get(key)
+            if a != b:
+                bad.append(f"{name}.weapon.{key}: table {a}, catalogs {b}")
     return bad
 
 

@@ -58,7 +58,7 @@ def test_damage_lands_after_the_wind_up_and_the_flight(name):
     S, utype, rng = duel(name, "marauder", gap)
     w = table_row(name)
     wind = round(w["damage_point_s"] * 16)
-    flight = 0
+    flight = round(w["sweep"]["expire_delay_s"] * 16) if "sweep" in w else 0  # the colossus's sweeps
     if "missile" in w:
         m = w["missile"]
         flight = flight_loops(gap, m["speed"] / 16, m["acceleration"] / 256, m["max_speed"] / 16)
@@ -88,7 +88,7 @@ def test_every_attack_ends_before_the_next_one_can_start():
         flight = (
             flight_loops(far, p[U.MSL_SPEED], p[U.MSL_ACCEL], p[U.MSL_MAX_SPEED]) if p[U.MSL_MAX_SPEED] else 0
         )
-        assert p[U.WIND_UP] + flight < p[U.COOLDOWN] + U.CD_JITTER_LO, t
+        assert p[U.WIND_UP] + max(flight, p[U.EFFECT_DELAY]) < p[U.COOLDOWN] + U.CD_JITTER_LO, t
 
 
 def test_an_attack_is_lost_when_its_target_leaves_range_plus_slop_during_the_wind_up():
@@ -189,3 +189,57 @@ def test_a_second_blade_is_lost_with_its_zealot_or_its_target(who_dies):
         _missile(0, 0, 1, U.PROPS, utype, S)
     assert S[0, 0, U.S_ML] == 0 and S[0, 0, U.S_MT] == -1  # the burst is over
     assert _health(S, 1) == (after_first if who_dies == "zealot" else 0.0)
+
+
+def _beam_scene():
+    """A colossus (unit 0) 3 from a zergling (unit 1, its target), a second zergling (unit 2) beside the
+    target across the line of fire, a third (unit 3) far off."""
+    utype = np.concatenate([U.type_ids(("colossus",)), U.type_ids(("zergling",) * 3, enemy=True)])
+    S = np.zeros((1, 4, U.N_STATE))
+    for i, t in enumerate(utype):
+        S[0, i, U.S_HP], S[0, i, U.S_SH] = U.PROPS[t, U.HP], U.PROPS[t, U.SHIELD]
+        S[0, i, [U.S_TGT, U.S_LA, U.S_HT, U.S_WT, U.S_MT]] = -1
+    S[0, :, U.S_Y] = 10.0
+    S[0, 0, U.S_X] = 10.0
+    S[0, 1, U.S_X] = 14.0
+    S[0, 2, U.S_X], S[0, 2, U.S_Y] = 14.0, 10.9  # 0.9 from the target along the beam
+    S[0, 3, U.S_X] = 30.0
+    return S, utype, np.array([7], dtype=np.uint64)
+
+
+def test_the_colossus_sweeps_land_their_expire_delay_after_the_wind_up_on_the_target_and_beside_it():
+    """ThermalLances: two sweeps, each 20 on the target at its ExpireDelay (0.375 s = 6 loops) and 20 on the
+    units its searches find beside it (landed at the same loop here)."""
+    w = table_row("colossus")
+    delay = round(w["sweep"]["expire_delay_s"] * 16)
+    wind = round(w["damage_point_s"] * 16)
+    assert (delay, wind) == (6, 1) and U.PROPS[U.type_ids(("colossus",))[0], U.EFFECT_DELAY] == delay
+    S, utype, rng = _beam_scene()
+    _start_attack(0, 0, 1, 1, U.PROPS, utype, S, rng)
+    health = [S[0, 1:, U.S_HP].copy()]
+    for _ in range(wind + delay + 2):
+        _missile(0, 0, 1, U.PROPS, utype, S)
+        _wind_up(0, 0, 1, U.PROPS, utype, S)
+        health.append(S[0, 1:, U.S_HP].copy())
+    landed = next(k for k, h in enumerate(health) if h[0] < 35)
+    assert landed == wind + delay
+    np.testing.assert_array_equal(health[landed - 1], [35, 35, 35])  # nothing before
+    np.testing.assert_array_equal(health[landed], [0, 0, 35])  # 2 x 20 on both; the far one untouched
+    assert S[0, 0, U.S_ML] == 0 and S[0, 0, U.S_MT] == -1
+
+
+def test_a_sweep_is_lost_with_its_colossus_and_still_hits_beside_a_target_that_died():
+    S, utype, rng = _beam_scene()
+    _start_attack(0, 0, 1, 1, U.PROPS, utype, S, rng)
+    _wind_up(0, 0, 1, U.PROPS, utype, S)  # the effect: the sweeps begin
+    S[0, 0, U.S_HP] = 0.0  # the colossus dies before they land (Channeled)
+    for _ in range(8):
+        _missile(0, 0, 1, U.PROPS, utype, S)
+    np.testing.assert_array_equal(S[0, 1:, U.S_HP], [35, 35, 35])
+    S, utype, rng = _beam_scene()
+    _start_attack(0, 0, 1, 1, U.PROPS, utype, S, rng)
+    _wind_up(0, 0, 1, U.PROPS, utype, S)
+    S[0, 1, U.S_HP] = 0.0  # the target dies before they land: the unit beside it is still hit
+    for _ in range(8):
+        _missile(0, 0, 1, U.PROPS, utype, S)
+    np.testing.assert_array_equal(S[0, 1:, U.S_HP], [0, 0, 35])

@@ -56,6 +56,7 @@ def expected(game: dict) -> dict[str, float]:
             msl_accel=m.get("acceleration", 0),
             msl_max=m.get("max_speed", 0),
             burst=round(w["burst"]["periods_s"][1] * 16) if "burst" in w else 0,
+            delay=round(w["sweep"]["expire_delay_s"] * 16) if "sweep" in w else 0,
         )
     return out
 
@@ -86,6 +87,7 @@ def engine(name: str, enemy: bool = False) -> dict[str, float]:
         "msl_accel": U.MSL_ACCEL,
         "msl_max": U.MSL_MAX_SPEED,
         "burst": U.BURST_GAP,
+        "delay": U.EFFECT_DELAY,
     }
     if name == "medivac":
         cols = {k: c for k, c in cols.items() if k in ("hp", "shield", "armor", "attr", "speed", "radius")}

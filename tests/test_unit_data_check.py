@@ -32,20 +32,31 @@ LIBERTY = {
         <CUnit id="Zealot"><LifeMax value="100"/><ShieldsMax value="50"/><LifeArmor value="1"/>
             <Speed value="2"/><WeaponArray Link="PsiBlades"/></CUnit>
         <CUnit id="Stalker"><LifeMax value="80"/><Radius value="0.625"/><Speed value="2.9531"/>
-            <WeaponArray Link="StalkerMelee"/><WeaponArray Link="ParticleDisruptors"/></CUnit></Catalog>""",
+            <WeaponArray Link="StalkerMelee"/><WeaponArray Link="ParticleDisruptors"/></CUnit>
+        <CUnit id="Colossus"><LifeMax value="200"/><WeaponArray Link="Lances"/></CUnit></Catalog>""",
     "weapon": """<Catalog>
         <CWeaponLegacy id="PsiBlades"><Range value="0.1"/><Period value="1.2"/><DamagePoint value="0"/>
             <Effect value="PsiBladesBurst"/></CWeaponLegacy>
         <CWeaponLegacy id="StalkerMelee"><Range value="0.5"/></CWeaponLegacy>
         <CWeaponLegacy id="ParticleDisruptors"><Range value="6"/><Period value="1.44"/></CWeaponLegacy>
         <CWeaponLegacy id="Grenades"><RangeSlop value="0"/><Effect value="GrenadesLM"/></CWeaponLegacy>
-        </Catalog>""",
+        <CWeaponLegacy id="Lances"/></Catalog>""",
     "mover": """<Catalog><CMoverMissile id="ParticleDisruptorsWeapon" parent="MissileDefault"/>
         <CMoverMissile id="Long"><MotionPhases><Speed value="12"/><Acceleration value="140"/>
             <MaxSpeed value="200"/></MotionPhases></CMoverMissile></Catalog>""",
     "effect": """<Catalog>
         <CEffectCreatePersistent id="PsiBladesBurst"><PeriodCount value="2"/>
-            <PeriodicEffectArray value="PsiBlades"/></CEffectCreatePersistent>
+            <PeriodicEffectArray value="PsiBlades"/><PeriodicPeriodArray value="0"/>
+            <PeriodicPeriodArray value="0.28"/></CEffectCreatePersistent>
+        <CEffectSet id="Lances"><EffectArray value="LancesF"/><EffectArray value="LancesR"/></CEffectSet>
+        <CEffectCreatePersistent id="LancesF"><ExpireDelay value="0.375"/><PeriodCount value="11"/>
+            <PeriodicEffectArray value="LancesE"/><PeriodicPeriodArray value="0.0312"/>
+            <ExpireEffect value="LancesMU"/></CEffectCreatePersistent>
+        <CEffectCreatePersistent id="LancesR" parent="LancesF"/>
+        <CEffectEnumArea id="LancesE"><AreaArray Radius="0.15" Effect="LancesDelay"/></CEffectEnumArea>
+        <CEffectCreatePersistent id="LancesDelay"><ExpireDelay value="0.25"/>
+            <FinalEffect value="LancesMU"/></CEffectCreatePersistent>
+        <CEffectDamage id="LancesMU"><Amount value="20"/></CEffectDamage>
         <CEffectDamage id="PsiBlades"><Amount value="8"/></CEffectDamage>
         <CEffectLaunchMissile id="ParticleDisruptors"><ImpactEffect value="PDSet"/></CEffectLaunchMissile>
         <CEffectLaunchMissile id="GrenadesLM"><ImpactEffect value="PDU"/><Movers Link="Short" IfRangeLTE="3"/>
@@ -143,3 +154,28 @@ def test_the_engine_table_has_every_field_the_check_reads():
             assert "range_slop" in udc.WEAPON_KEYS and "damage_point_s" in udc.WEAPON_KEYS
             if "missile" in w:
                 assert set(udc.MISSILE_KEYS) <= set(w["missile"])
+
+
+def test_delayed_hits_are_read_from_the_persistent_effects(monkeypatch, tmp_path):
+    cat = udc.load(udc._dir_reader(str(tree(tmp_path))))
+    zealot = udc.catalog_row(cat, "Zealot")["weapon"]
+    assert zealot["burst"] == {"effect": "PsiBladesBurst", "periods_s": [0.0, 0.28]}
+    colossus = udc.catalog_row(cat, "Colossus")["weapon"]
+    assert (colossus["damage"], colossus["attacks"]) == (20.0, 2)  # each sweep's ExpireEffect on the target
+    assert colossus["sweep"] == {
+        "effects": ["LancesF", "LancesR"],
+        "expire_delay_s": 0.375,  # LancesR inherits its parent's fields
+        "searches": 11,
+        "search_period_s": 0.0312,
+        "splash_delay_s": 0.25,
+    }
+    assert "sweep" not in udc.catalog_row(cat, "Stalker", "ParticleDisruptors")["weapon"]
+    monkeypatch.setattr(udc, "UNIT_IDS", {"zealot": "Zealot", "colossus": "Colossus"})
+    table = {n: {"liberty": udc.catalog_row(cat, u)} for n, u in udc.UNIT_IDS.items()}
+    assert udc.compare(table, cat) == []
+    table["colossus"]["liberty"]["weapon"]["sweep"]["expire_delay_s"] = 0.25
+    del table["zealot"]["liberty"]["weapon"]["burst"]
+    assert [b.split(":")[0] for b in udc.compare(table, cat)] == [
+        "zealot.weapon.burst",
+        "colossus.weapon.sweep",
+    ]

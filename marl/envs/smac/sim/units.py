@@ -35,8 +35,11 @@ Approximations (documented choices):
   effect is a launch: its damage lands when the missile arrives, after the edge-to-edge distance at launch
   flown by the missile's mover (initial ``Speed``, ``Acceleration``, ``MaxSpeed``); a missile in flight
   hits even if its launcher has died. Readings and sources: ``weapons._start_attack``, ``weapons._wind_up``.
-* Not modelled: the colossus beam's 0.25 s damage delay, the zealot's second blade 0.28 s after the first
-  (both land at once), the spine crawler's short-range tentacle (its long one is used at every range).
+* The colossus's beam lands 6 loops after its wind-up: X's sweeps hit the target at their ``ExpireDelay``
+  (0.375 s) and the units beside it 0.25 s after each of their 11 searches (0.0312 s apart) finds them; the
+  engine lands both at the target's time, on the units beside the target then (``weapons._effect``).
+  The zealot's second blade, 4 loops after the first, is modelled too. Not modelled: the spine crawler's
+  short-range tentacle (its long one is used at every range).
 * Baneling: 20 damage (+15 vs Light) to every hostile ground unit whose edge is within 2.2 of its centre
   (``VolatileBurstU``); it dies when it attacks (reach 0.25). Its damage to structures is not modelled.
 * Colossus: 20 × 2 (``ThermalLancesMU`` at the end of each of two sweeps) with a line splash: every
@@ -84,14 +87,16 @@ LIGHT, ARMORED, BIO, MECH, MASSIVE, STRUCTURE = 1, 2, 4, 8, 16, 32
     MSL_ACCEL,
     MSL_MAX_SPEED,
     BURST_GAP,
-) = range(26)
-N_PROPS = 26
+    EFFECT_DELAY,
+) = range(27)
+N_PROPS = 27
 
 # columns of the per-env state array S[env, unit, column] (all float64; ids/kinds stored as floats);
 # S_HT: the unit a Medivac healed in the previous loop (-1: no heal running), for the 5-energy start rule;
 # S_WU / S_WT: loops left in the wind-up of the attack in progress (0: none) and its target;
 # S_ML / S_MT: loops left before this unit's missile in flight lands (0: none) and its target; for a weapon
-#   whose hits come in a burst (BURST_GAP > 0, no missile), loops left before the burst's second hit lands
+#   whose hits come in a burst (BURST_GAP > 0, no missile), loops left before the burst's second hit lands;
+#   for a weapon whose effect lands later (EFFECT_DELAY > 0, the colossus's sweeps), loops left until it lands
 (S_X, S_Y, S_HP, S_SH, S_EN, S_CD, S_SINCE, S_OK, S_TGT, S_OX, S_OY, S_LA, S_HT, S_WU, S_WT, S_ML, S_MT) = (
     range(17)
 )
@@ -192,6 +197,7 @@ _ROWS: dict[str, dict] = {
         speed=2.25,
         radius=1.0,
         splash=SPLASH_LINE,
+        delay=6,
         cliff=1,
         acquire=6,
     ),
@@ -288,6 +294,9 @@ def _fill(props: np.ndarray, t: int, r: dict[str, float]) -> None:
     props[t, BURST_GAP] = r.get("burst", 0)  # loops: round(second period of the burst x 16); 0: hits at once
     if props[t, BURST_GAP] > 0 and (props[t, HITS] != 2 or vmax > 0 or r.get("splash", SPLASH_NONE)):
         raise ValueError("a burst (burst > 0) is modelled for two single-target hits without a missile")
+    props[t, EFFECT_DELAY] = r.get("delay", 0)  # loops: round(the sweeps' ExpireDelay x 16); 0: at once
+    if props[t, EFFECT_DELAY] > 0 and (vmax > 0 or props[t, BURST_GAP] > 0):
+        raise ValueError("a delayed effect (delay > 0) is modelled for weapons without a missile or a burst")
 
 
 def _build_props() -> np.ndarray:

@@ -24,6 +24,7 @@ from marl.envs.smac.sim.units import (
     CD_JITTER_HI,
     CD_JITTER_LO,
     COOLDOWN,
+    EFFECT_DELAY,
     HITS,
     MSL_ACCEL,
     MSL_MAX_SPEED,
@@ -108,7 +109,8 @@ def flight_loops(d, v0, accel, vmax):
 
 @njit(cache=True)
 def _effect(e, a, t, na, props, utype, S):
-    """The weapon's effect at the end of its wind-up: a missile launch (missile weapons), else the strike.
+    """The weapon's effect at the end of its wind-up: a missile launch (missile weapons), a delayed strike
+    (the colossus), else the strike.
 
     A missile weapon's effect is ``CEffectLaunchMissile`` (the game's Liberty EffectData: the stalker's
     ``ParticleDisruptors``, the marauder's ``PunisherGrenadesLM``, the hydralisk's
@@ -117,12 +119,26 @@ def _effect(e, a, t, na, props, utype, S):
     gives its speed; it is a guided (``Guidance``) missile, modelled as flying the edge-to-edge distance at
     launch.  A missile is a unit of its own (its ``AmmoUnit`` has parent ``MISSILE``), so it flies on if its
     launcher dies (our reading; no source states it).
+
+    The colossus's effect, ``ThermalLances`` (X: Liberty EffectData), starts two ``CEffectCreatePersistent``
+    sweeps on the target at once, ``ThermalLancesForward`` and ``ThermalLancesReverse``: each hits the target
+    with its ``ExpireEffect`` ``ThermalLancesMU`` (20) at its ``ExpireDelay``, 0.375 s (6 loops), and its 11
+    searches (``PeriodicPeriodArray`` 0.0312 s, radius 0.15 round points from -1.25 to +1.25 beside the
+    target) give every other ground unit they find a ``ThermalLancesDamageDelay``, which hits it with the
+    same ``ThermalLancesMU`` 0.25 s (4 loops) later. The engine lands it all at the target's time
+    (``EFFECT_DELAY`` loops), on the units beside the target then (:func:`_strike`); in the game the others
+    are hit about 4.5 to 9.5 loops after the effect, where each search found them. The sweeps are flagged
+    ``Channeled``; as for the zealot's burst we read it as "ends when its caster dies", so a colossus killed
+    in between lands nothing (in the game the units already found would still be hit).
     """
     ua = utype[a]
     if props[ua, MSL_MAX_SPEED] > 0.0:
         d = max(0.0, dist(e, a, t, S) - props[ua, RADIUS] - props[utype[t], RADIUS])
         S[e, a, S_MT] = t
         S[e, a, S_ML] = flight_loops(d, props[ua, MSL_SPEED], props[ua, MSL_ACCEL], props[ua, MSL_MAX_SPEED])
+    elif props[ua, EFFECT_DELAY] > 0.0:
+        S[e, a, S_MT] = t
+        S[e, a, S_ML] = props[ua, EFFECT_DELAY]
     else:
         _strike(e, a, t, na, props, utype, S)
 
@@ -180,17 +196,21 @@ def _missile(e, a, na, props, utype, S):
     """One loop of ``a``'s missile in flight (if any): it lands on its target when its loops run out (a
     target that died meanwhile takes nothing).
 
-    The same clock times a burst's second hit. The zealot's ``PsiBlades`` effect is ``PsiBladesBurst``
+    The same clock times a delayed effect (the colossus's sweeps, see :func:`_effect`: lost with its caster,
+    as a burst) and a burst's second hit. The zealot's ``PsiBlades`` effect is ``PsiBladesBurst``
     (Liberty EffectData, X), a ``CEffectCreatePersistent`` on the target unit with ``PeriodCount`` 2 and
     ``PeriodicPeriodArray`` 0 and 0.28: the first blade's damage at the attack, the second 0.28 game
     seconds (4.48 loops, rounded to 4 as every other time here) later. The effect carries the ``Channeled``
     flag; we read it as "ends when its caster dies", so a zealot killed in between loses the second blade
-    (a reading of the flag's name: no source we reached describes it). A target that died takes nothing.
+    (a reading of the flag's name: no source we reached describes it). A target that died takes nothing;
+    the sweeps, persistent effects searching round the target's place rather than a missile at the target,
+    still hit the units beside the place where it fell (our reading of ``WhichLocation`` ``TargetUnit``).
     """
     if S[e, a, S_ML] <= 0.0:
         return
     burst = props[utype[a], BURST_GAP] > 0.0
-    if burst and S[e, a, S_HP] <= 0.0:  # Channeled: the blade is lost with its zealot
+    sweep = props[utype[a], EFFECT_DELAY] > 0.0
+    if (burst or sweep) and S[e, a, S_HP] <= 0.0:  # Channeled: lost with its caster
         S[e, a, S_ML] = 0.0
         S[e, a, S_MT] = -1.0
         return
@@ -198,11 +218,11 @@ def _missile(e, a, na, props, utype, S):
     if S[e, a, S_ML] <= 0.0:
         t = int(S[e, a, S_MT])
         S[e, a, S_MT] = -1.0
-        if S[e, t, S_HP] > 0.0:
-            if burst:
+        if burst:
+            if S[e, t, S_HP] > 0.0:
                 apply_hit(e, a, t, props, utype, S)
-            else:
-                _strike(e, a, t, na, props, utype, S)
+        elif S[e, t, S_HP] > 0.0 or sweep:  # a sweep still hits the units beside a target that died
+            _strike(e, a, t, na, props, utype, S)
 
 
 @njit(cache=True)
