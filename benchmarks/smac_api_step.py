@@ -71,7 +71,7 @@ def measure(name: str, steps: int, blocks: int) -> dict:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--maps", nargs="+", default=list(MAPS))
-    ap.add_argument("--steps", type=int, default=1000, help="steps per block (27m_vs_30m: a fifth)")
+    ap.add_argument("--steps", type=int, default=4000, help="steps per block (27m_vs_30m: a fifth)")
     ap.add_argument("--blocks", type=int, default=7)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "smac_api_step.md"))
     ap.add_argument("--note", default="")
