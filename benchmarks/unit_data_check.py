@@ -74,6 +74,10 @@ class Catalog:
             cls = BASE_CLASS.get(cls)
         return default
 
+    def array(self, entry_id: str, name: str) -> list[str]:
+        """Every element of the entry's own array field ``name``, in order (see :func:`_merge`)."""
+        return [v for k, v in self.entries.get(entry_id, {}).items() if k.split("#")[0] == name]
+
     def cls(self, entry_id: str) -> str | None:
         node = self.entries.get(entry_id)
         return node["_class"] if node else None
@@ -143,9 +147,7 @@ def _damage(effects: Catalog, effect_id: str, depth: int = 0) -> list[tuple[floa
     if cls == "CEffectLaunchMissile":
         return _damage(effects, f("ImpactEffect", ""), depth + 1)
     if cls == "CEffectSet":
-        node = effects.entries[effect_id]
-        arr = [v for k, v in node.items() if k.split("#")[0] == "EffectArray"]
-        return [h for v in arr for h in _damage(effects, v, depth + 1)]
+        return [h for v in effects.array(effect_id, "EffectArray") for h in _damage(effects, v, depth + 1)]
     if cls == "CEffectCreatePersistent":
         hits = _damage(effects, f("PeriodicEffectArray", ""), depth + 1) * int(f("PeriodCount", "1"))
         return hits + _damage(effects, f("ExpireEffect", ""), depth + 1)
@@ -158,7 +160,7 @@ def missile(cat: dict[str, Catalog], effect_id: str) -> dict | None:
     e, u, m = cat["Effect"], cat["Unit"], cat["Mover"]
     if e.cls(effect_id) != "CEffectLaunchMissile":
         return None
-    links = [v for k, v in e.entries[effect_id].items() if k.split("#")[0] == "Movers"]
+    links = e.array(effect_id, "Movers")
     if links:
         mover = links[-1]
     else:
@@ -174,11 +176,6 @@ def missile(cat: dict[str, Catalog], effect_id: str) -> dict | None:
     }
 
 
-def _array(effects: Catalog, effect_id: str, name: str) -> list[str]:
-    """Every element of an entry's array field ``name``, in order."""
-    return [v for k, v in effects.entries.get(effect_id, {}).items() if k.split("#")[0] == name]
-
-
 def timing(effects: Catalog, effect_id: str) -> dict:
     """The delayed hits of a weapon effect made of persistent effects: ``burst`` (one persistent on the
     target with its periods, the zealot's ``PsiBladesBurst``) and ``sweep`` (a set of persistents on the
@@ -190,10 +187,10 @@ def timing(effects: Catalog, effect_id: str) -> dict:
         return {
             "burst": {
                 "effect": effect_id,
-                "periods_s": [float(v) for v in _array(effects, effect_id, "PeriodicPeriodArray")],
+                "periods_s": [float(v) for v in effects.array(effect_id, "PeriodicPeriodArray")],
             }
         }
-    sweeps = _array(effects, effect_id, "EffectArray") if cls == "CEffectSet" else []
+    sweeps = effects.array(effect_id, "EffectArray") if cls == "CEffectSet" else []
     if sweeps and all(effects.cls(x) == "CEffectCreatePersistent" for x in sweeps):
         first = sweeps[0]
         search = f(first, "PeriodicEffectArray", "")
@@ -212,8 +209,7 @@ def timing(effects: Catalog, effect_id: str) -> dict:
 
 def weapons(units: Catalog, unit: str) -> list[str]:
     """Every weapon the unit carries, in its ``WeaponArray`` order."""
-    node = units.entries.get(unit, {})
-    return [v for k, v in node.items() if k.split("#")[0] == "WeaponArray"]
+    return units.array(unit, "WeaponArray")
 
 
 def catalog_row(cat: dict[str, Catalog], unit: str, weapon: str | None = None) -> dict:
