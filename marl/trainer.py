@@ -26,6 +26,7 @@ from marl.buffers.replay import (
     capped_capacity,
     fill_shortfall,
     process_rss,
+    rows_that_fit,
     update_shortfall,
 )
 from marl.checkpoint import AGENT_CKPT, Checkpointer, latest, load_latest
@@ -33,7 +34,7 @@ from marl.config import Config, config_from_dict, config_to_dict, dump_config
 from marl.config.schema import ALG_SECTIONS
 from marl.envs.base import EnvInfo
 from marl.envs.factory import EnvFactory, make_env_fn, probe_env_info  # noqa: F401 (re-exported)
-from marl.learners.base import Learner, step_footprint
+from marl.learners.base import Learner, full_footprint, step_footprint
 from marl.logging import Logger
 from marl.run_folder import RunLock, create_run_dir, default_run_name
 from marl.runners import RolloutStats
@@ -293,15 +294,22 @@ class Trainer:
         learner's step grown to full-length episodes (its memory taken as proportional to the episodes x
         slots of its largest graph, :func:`~marl.learners.base.step_footprint`), would not fit."""
         rss, gib = process_rss(), 2**30
-        growth = 0
+        growth, step_bytes, slots = 0, 0, self.scheme.max_seq_length
+        footprint = step_footprint(self.learner, batch)
         if rss is not None and before is not None:
-            full = batch.batch_size * self.scheme.max_seq_length
-            growth = int(max(rss - before, 0) * (full / max(step_footprint(self.learner, batch), 1) - 1))
+            full = full_footprint(self.learner, batch.batch_size, slots)
+            step_bytes = max(rss - before, 0)
+            growth = int(step_bytes * (full / max(footprint, 1) - 1))
         available = available_memory()
         if rss is None or available is None:
             return
         buf, per_episode = self.buffer, self.scheme.bytes_per_episode()
         rest = 0 if buf is None else buf.capacity - buf.size
+        hint = 0  # learner.update_rows that would fit, where the learner can split its update by rows
+        if buf is not None and step_bytes and getattr(self.learner, "rows_splittable", False):
+            rows_now = self.cfg.learner.update_rows or batch.batch_size
+            hint = rows_that_fit(rest * per_episode, step_bytes, footprint, slots, available)
+            hint = hint if hint < rows_now else 0
         to_come = f"the buffer's {rest} episodes to come {rest * per_episode / gib:.1f} GiB, " if rest else ""
         print(
             f"[memory] after the first update: {rss / gib:.1f} GiB resident; {to_come}the learner's step on "
@@ -311,7 +319,7 @@ class Trainer:
         if buf is None:
             short = update_shortfall(self.cfg.learner.batch_size, rss, available, growth)
         else:
-            short = fill_shortfall(buf.capacity, buf.size, per_episode, rss, available, growth)
+            short = fill_shortfall(buf.capacity, buf.size, per_episode, rss, available, growth, hint)
         if short is not None:
             raise RunStopped(f"stopped at t_env={self.t_env}: {short}", exit_code=1)
 

@@ -49,6 +49,15 @@ def process_rss() -> int | None:
     return pages * os.sysconf("SC_PAGE_SIZE")
 
 
+def rows_that_fit(rest: int, step_bytes: int, footprint: int, slots: int, available: int) -> int:
+    """The most episodes one graph of the update may take (``learner.update_rows``) so that ``rest`` bytes
+    still to come (the buffer's) and the update on full-length episodes of ``slots`` slots fit in
+    ``MEMORY_SHARE`` of ``available``; the update's memory taken as proportional to its episodes x slots,
+    ``step_bytes`` for the ``footprint`` of the first update (0 where even one episode does not fit)."""
+    per_row = max(step_bytes, 1) * slots / max(footprint, 1)
+    return max(int((MEMORY_SHARE * available - rest + step_bytes) // per_row), 0)
+
+
 def fill_shortfall(
     capacity: int,
     size: int,
@@ -56,10 +65,12 @@ def fill_shortfall(
     rss: int | None,
     available: int | None,
     growth: int = 0,
+    rows_hint: int = 0,
 ) -> str | None:
     """After the first update: a message when what is still to come, the ``capacity - size`` episodes the
     buffer has yet to take plus ``growth`` bytes (the learner's step on longer episodes, see the trainer),
-    needs more than ``MEMORY_SHARE`` of the ``available`` bytes, else None.
+    needs more than ``MEMORY_SHARE`` of the ``available`` bytes, else None. ``rows_hint`` > 0: the message
+    also names ``learner.update_rows`` of that many episodes (:func:`rows_that_fit`), which keeps the buffer.
 
     The check at construction counts the buffer alone; the first update shows what the learner's step
     takes beside it (``rss``, this process's memory now), which on large maps is several GiB (bane_vs_bane,
@@ -81,8 +92,14 @@ def fill_shortfall(
         f"({max(growth, 0) / gib:.1f} GiB more than now) need {need / gib:.1f} GiB more, but only "
         f"{available / gib:.1f} GiB are available ({int(MEMORY_SHARE * 100)} % of it may go to them), so the "
         f"OS would kill the run part-way. Start again with learner.buffer_size={fits} or less, or "
-        f"learner.buffer_max_gib={fits * bytes_per_episode / gib:.1f} or less "
-        f"(learner.memory_check=false runs on regardless)"
+        f"learner.buffer_max_gib={fits * bytes_per_episode / gib:.1f} or less"
+        + (
+            f", or keep the buffer with learner.update_rows={rows_hint} (the same update in parts of at most "
+            f"{rows_hint} episodes, gradients summed)"
+            if rows_hint > 0
+            else ""
+        )
+        + " (learner.memory_check=false runs on regardless)"
     )
 
 

@@ -213,6 +213,11 @@ def check_ranges(cfg: Config) -> None:
             not has("time_bucket") or lc.time_bucket >= 0,
             ">= 0 (0 = train on every slot)",
         ),
+        (
+            "learner.update_rows",
+            not has("update_rows") or lc.update_rows >= 0,
+            ">= 0 (0 = the whole batch in one graph)",
+        ),
         ("runner.batch_size_run", cfg.runner.batch_size_run >= 1, ">= 1"),
         ("exploration.epsilon_start", not ex or 0.0 <= ex.epsilon_start <= 1.0, "in [0, 1]"),
         ("exploration.epsilon_finish", not ex or 0.0 <= ex.epsilon_finish <= 1.0, "in [0, 1]"),

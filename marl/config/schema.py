@@ -103,6 +103,9 @@ class QLearnerConfig(BaseLearnerConfig):
     #   as two groups, each padded to its own length, gradients summed (exact); 1 = one padded batch
     pad_to_compiled: bool = True  # jitted steps: run a new bucketed length on a longer compiled graph
     #   until the padding has cost as much as one compile, then compile it (exact; compiled_lengths.py)
+    update_rows: int = 0  # whole-episode BPTT: > 0 = no graph of an update takes more than this many
+    #   episodes: the batch (or each length group) runs in parts, gradients summed (exact; bounds the
+    #   step's memory on large maps, e.g. bane_vs_bane); 0 = no limit
 
 
 @dataclass(frozen=True)

@@ -59,3 +59,11 @@ def step_footprint(learner: Any, batch: EpisodeBatch) -> int:
     if own is not None:
         return int(own(batch))
     return batch.batch_size * (int(batch.episode_lengths().max()) + 1)
+
+
+def full_footprint(learner: Any, batch_size: int, slots: int) -> int:
+    """Episodes x slots of the largest graph one update on ``batch_size`` full-length episodes of ``slots``
+    slots runs (the memory check's worst case): the learner's own ``full_footprint`` where it has one (the
+    Q-learner with ``learner.update_rows`` runs at most that many episodes in one graph), else the batch."""
+    own = getattr(learner, "full_footprint", None)
+    return int(own(batch_size, slots)) if own is not None else batch_size * slots

@@ -13,6 +13,12 @@ transitions divided by the whole batch's count, and every target depends only on
 statistics and gradient are those of the one-batch step up to float rounding
 (``tests/test_length_groups.py``). Where the split would save nothing (the groups' lengths are equal) the
 one-batch step runs. Each group shape compiles once, like the time buckets.
+
+With ``learner.update_rows: R`` (Q-learner) no graph takes more than ``R`` episodes: the batch, or each length
+group, runs in row parts of at most ``R`` episodes, and all parts' gradients are summed in the same way
+(gradient accumulation; exact up to float rounding). The step's memory then grows with ``R`` instead of the
+batch, which lets a large map (bane_vs_bane: 24 agents, 201 slots, batch 128) train on a machine where the
+one-graph update would not fit (the trainer's memory check names an ``R`` that fits).
 """
 
 from __future__ import annotations
@@ -55,18 +61,35 @@ def split_by_length(
     return [(long_rows, t_long), (rest_rows, t_rest)]
 
 
+def split_rows(
+    groups: list[tuple[np.ndarray, int]] | None, n_rows: int, t_slots: int, max_rows: int
+) -> list[tuple[np.ndarray, int]] | None:
+    """``groups`` (or, where None, the whole batch of ``n_rows`` episodes over ``t_slots``) with every group
+    of more than ``max_rows`` episodes cut into row parts of ``max_rows`` (the last one shorter), in row
+    order; None where the result is one part (``max_rows`` 0: no limit)."""
+    if max_rows <= 0:
+        return groups
+    parts = []
+    for rows, t in groups or [(np.arange(n_rows), t_slots)]:
+        parts += [(rows[i : i + max_rows], t) for i in range(0, len(rows), max_rows)]
+    return parts if len(parts) > 1 else None
+
+
 def grouped_graphs(loss_fn, params: list, optimizer, clip: float, use_jit: bool):  # noqa: ANN001, ANN201
-    """``(grad_fn, apply)`` for ``loss_fn(*group, n_valid) -> (loss, stats)``: the value and gradient of one
-    group's loss (divided by the whole batch's count ``n_valid``), and the sum of two groups' gradients
-    clipped and applied (``clip_and_apply``; returns the unclipped norm)."""
+    """``(grad_fn, apply, add)`` for ``loss_fn(*group, n_valid) -> (loss, stats)``: the value and gradient of
+    one group's loss (divided by the whole batch's count ``n_valid``), the sum of two groups' gradients
+    clipped and applied (``clip_and_apply``; returns the unclipped norm), and the sum of two groups'
+    gradients (to accumulate more than two parts)."""
     n_params = len(params)
     grad_fn = ms.value_and_grad(loss_fn, None, weights=params, has_aux=True)
 
-    def apply(*grads):  # both groups' gradients, one after the other (varargs: see q_chunked's apply)
-        summed = tuple(grads[i] + grads[n_params + i] for i in range(n_params))
-        return clip_and_apply(optimizer, summed, clip)
+    def add(*grads):  # two groups' gradients, one after the other (varargs: see q_chunked's apply)
+        return tuple(grads[i] + grads[n_params + i] for i in range(n_params))
 
-    return (jit(grad_fn), jit(apply)) if use_jit else (grad_fn, apply)
+    def apply(*grads):
+        return clip_and_apply(optimizer, add(*grads), clip)
+
+    return (jit(grad_fn), jit(apply), jit(add)) if use_jit else (grad_fn, apply, add)
 
 
 def length_group_graphs(lc, loss_fn, params: list, optimizer, splittable: bool, usable: bool = True):  # noqa: ANN001, ANN201
@@ -79,7 +102,18 @@ def length_group_graphs(lc, loss_fn, params: list, optimizer, splittable: bool, 
             f"learner.length_groups={lc.length_groups} splits the loss of q_learner, ppo and pg only; "
             f"learner {lc.name!r} trains one padded batch: set learner.length_groups=1"
         )
-    if lc.length_groups < 2 or not usable:
+    rows = getattr(lc, "update_rows", 0)
+    if rows > 0 and not splittable:
+        raise ValueError(
+            f"learner.update_rows={rows} splits the loss of q_learner only; learner {lc.name!r} trains one "
+            f"padded batch: set learner.update_rows=0"
+        )
+    if rows > 0 and not usable:
+        print(
+            f"[learner] learner.update_rows={rows} is not used: chunked BPTT (learner.bptt_chunk) already "
+            "bounds the step's memory by its chunks"
+        )
+    if (lc.length_groups < 2 and rows <= 0) or not usable:
         return None
     return grouped_graphs(loss_fn, params, optimizer, float(lc.grad_norm_clip), lc.use_jit)
 
@@ -97,13 +131,16 @@ def group_tensors(
 
 
 def grouped_update(graphs: tuple, parts: list[list[ms.Tensor]], n_valid: ms.Tensor) -> np.ndarray:
-    """One update over two groups' input tensors ``parts``: ``[loss, *stats, grad_norm]`` of the whole
-    batch, as a one-batch step returns it (the groups' losses and statistics, each divided by ``n_valid``,
-    summed)."""
-    grad_fn, apply = graphs
-    (loss, stats), grads_a = grad_fn(*parts[0], n_valid)
-    (loss_b, stats_b), grads_b = grad_fn(*parts[1], n_valid)
-    grad_norm = apply(*grads_a, *grads_b)
+    """One update over two or more groups' input tensors ``parts``: ``[loss, *stats, grad_norm]`` of the
+    whole batch, as a one-batch step returns it (the groups' losses and statistics, each divided by
+    ``n_valid``, summed; their gradients summed in order, then clipped and applied)."""
+    grad_fn, apply, add = graphs
+    (loss, stats), grads = grad_fn(*parts[0], n_valid)
+    for part in parts[1:-1]:
+        (loss_b, stats_b), grads_b = grad_fn(*part, n_valid)
+        loss, stats, grads = loss + loss_b, stats + stats_b, add(*grads, *grads_b)
+    (loss_b, stats_b), grads_b = grad_fn(*parts[-1], n_valid)
+    grad_norm = apply(*grads, *grads_b)
     return ops.concat([(loss + loss_b).reshape(1), stats + stats_b, grad_norm.reshape(1)]).asnumpy()
 
 
@@ -115,9 +152,20 @@ class LengthGroups:
     """
 
     def _group_split(self, filled_BT1: np.ndarray) -> list[tuple[np.ndarray, int]] | None:
-        """The groups of a batch with this ``filled`` mask (:func:`split_by_length`), or None."""
+        """The groups of a batch with this ``filled`` mask (:func:`split_by_length`), each cut into row parts
+        of at most ``learner.update_rows`` episodes (:func:`split_rows`), or None (one graph)."""
         lc = self.cfg.learner
-        return split_by_length(filled_BT1, lc.length_groups, self.t_slots, lc.time_bucket)
+        groups = split_by_length(filled_BT1, lc.length_groups, self.t_slots, lc.time_bucket)
+        if lc.update_rows <= 0:
+            return groups
+        t_all = bucketed_slots(filled_BT1, self.t_slots, lc.time_bucket)
+        return split_rows(groups, len(filled_BT1), t_all, lc.update_rows)
+
+    def full_footprint(self, batch_size: int, slots: int) -> int:
+        """Episodes x slots of the largest graph an update on ``batch_size`` episodes of ``slots`` slots
+        runs (the memory check's worst case: at most ``learner.update_rows`` episodes where set)."""
+        rows = self.cfg.learner.update_rows if self._groups else 0  # not used by chunked BPTT
+        return (min(rows, batch_size) if rows > 0 else batch_size) * slots
 
     def step_footprint(self, batch) -> int:  # noqa: ANN001
         """Episodes x slots of the largest graph an update on ``batch`` runs (for the trainer's memory

@@ -175,6 +175,7 @@ class QLearner(ChunkedBPTT, LengthGroups):
         if not self.bptt_chunk or self.hybrid_slots:
             self._step, self._whole_grad_fn = self._make_step()
         own_loss = type(self)._make_step is QLearner._make_step  # WQMIX and QTRAN bring their own
+        self.rows_splittable = own_loss and not self.bptt_chunk  # learner.update_rows can split its update
         self._groups = length_group_graphs(
             lc, self._loss_fn(), self.params, self.optimizer, own_loss, not self.bptt_chunk
         )

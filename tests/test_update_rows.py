@@ -1,0 +1,112 @@
+"""``learner.update_rows``: the Q-learner's update in row parts of at most R episodes, gradients summed, gives
+the one-graph update (with and without length groups); the memory check counts at most R episodes per graph
+and names an R that fits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_length_groups import INFO, LENGTHS, _filled  # tests/ is on sys.path under pytest
+from test_q_learner import cfg, make_batch
+
+from marl.buffers.replay import MEMORY_SHARE, fill_shortfall, rows_that_fit
+from marl.config import load_config
+from marl.config.keys import ConfigError
+from marl.config.schema import Config, MixerConfig, WQMIXConfig
+from marl.learners import QLearner
+from marl.learners.base import full_footprint, step_footprint
+from marl.learners.length_groups import split_by_length, split_rows
+from marl.learners.wqmix_learner import WQMIXLearner
+from marl.utils.ms import setup
+
+setup(1, seed=0)
+
+
+def test_split_rows_cuts_each_group_in_row_order() -> None:
+    groups = split_by_length(_filled(LENGTHS), 2, 21, 4)  # rows 1 and 8 (21 slots), the other 14 (8 slots)
+    parts = split_rows(groups, 16, 21, 5)
+    assert [(rows.tolist(), t) for rows, t in parts] == [
+        ([1, 8], 21),
+        ([0, 2, 3, 4, 5], 8),
+        ([6, 7, 9, 10, 11], 8),
+        ([12, 13, 14, 15], 8),
+    ]
+    whole = split_rows(None, 16, 12, 6)  # no length groups: the whole batch over its slots
+    assert [(rows.tolist(), t) for rows, t in whole] == [
+        (list(range(6)), 12),
+        (list(range(6, 12)), 12),
+        ([12, 13, 14, 15], 12),
+    ]
+    assert split_rows(None, 16, 12, 16) is None  # one part: the one-graph step
+    assert split_rows(None, 16, 12, 0) is None and split_rows(groups, 16, 21, 0) is groups  # 0: no limit
+
+
+@pytest.mark.parametrize(
+    ("length_groups", "rows", "use_jit"), [(1, 5, False), (2, 5, False), (2, 1, False), (1, 6, True)]
+)
+def test_update_in_row_parts_equals_the_one_graph_update(
+    length_groups: int, rows: int, use_jit: bool
+) -> None:
+    """Same loss, statistics and gradient norm, and the same weights after two Adam steps."""
+    batch = make_batch(50, b=16, lengths=LENGTHS, info=INFO)
+    other = make_batch(51, b=16, lengths=[4] * 16, info=INFO)
+    kw = {"time_bucket": 4, "use_jit": use_jit, "optimizer": "adam"}
+    one = QLearner(INFO, cfg(length_groups=1, **kw))
+    parts = QLearner(INFO, cfg(length_groups=length_groups, update_rows=rows, **kw))
+    parts.load_state_dict(one.state_dict())
+    split = parts._group_split(batch["filled"])
+    assert split is not None and max(len(r) for r, _ in split) <= rows
+    assert sorted(np.concatenate([r for r, _ in split]).tolist()) == list(range(16))  # every episode once
+    for i, b in enumerate((batch, other)):
+        a, g = one.train(b, 0, i), parts.train(b, 0, i)
+        for k in a:
+            assert g[k] == pytest.approx(a[k], rel=1e-5, abs=1e-6), (i, k)
+    for p1, p2 in zip(one.params, parts.params, strict=True):  # Adam divides by |g|: rounding shows
+        np.testing.assert_allclose(p2.asnumpy(), p1.asnumpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_memory_footprints_count_at_most_update_rows_episodes() -> None:
+    batch = make_batch(52, b=16, lengths=LENGTHS, info=INFO)
+    learner = QLearner(INFO, cfg(time_bucket=4, length_groups=2, update_rows=5))
+    assert step_footprint(learner, batch) == max(2 * 21, 5 * 8)  # the largest part's episodes x slots
+    assert full_footprint(learner, 16, 21) == 5 * 21  # full-length episodes: at most 5 per graph
+    plain = QLearner(INFO, cfg(time_bucket=4, length_groups=2))
+    assert full_footprint(plain, 16, 21) == 16 * 21
+
+
+def test_rows_that_fit_and_the_hint_in_the_stop_message() -> None:
+    gib = 2**30
+    # the first update: 1 GiB for 16 x 21 episode-slots; full length (21) costs 1 GiB per 16 episodes
+    fits = rows_that_fit(rest=2 * gib, step_bytes=gib, footprint=16 * 21, slots=21, available=4 * gib)
+    # 0.8 * 4 GiB may go to the 2 GiB still to come plus the step's growth beyond the first update's 1 GiB
+    assert fits == int((MEMORY_SHARE * 4 - 2 + 1) * 16)
+    msg = fill_shortfall(1000, 128, 2**20, 9 * gib, 4 * gib, growth=6 * gib, rows_hint=fits)
+    assert f"learner.update_rows={fits}" in msg and "learner.memory_check=false" in msg
+    assert "update_rows" not in fill_shortfall(1000, 128, 2**20, 9 * gib, 4 * gib, growth=6 * gib)
+
+
+def test_bad_update_rows_are_refused_with_the_allowed_values(tmp_path) -> None:  # noqa: ANN001
+    with pytest.raises(ConfigError, match=r"learner.update_rows must be >= 0"):
+        load_config("qmix", env="fake", overrides=["learner.update_rows=-1", f"results_dir={tmp_path}"])
+    wq = {"name": "wqmix", "use_jit": False, "update_rows": 4}
+    bad = Config(learner=WQMIXConfig(**wq), mixer=MixerConfig(name="qmix", embed_dim=8, hypernet_dim=16))
+    with pytest.raises(ValueError, match="update_rows=4 splits the loss of q_learner only"):
+        WQMIXLearner(INFO, bad)
+
+
+def test_a_run_with_update_rows_trains_and_the_memory_stop_names_one(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """End to end on the fake env: a run whose update goes in parts of 3 episodes finishes; a run whose
+    first update shows that full-length updates would not fit stops there, naming update_rows."""
+    from test_train_integration import _cfg, t_env_final
+
+    import marl.trainer as trainer_mod
+    from marl.signals import RunStopped
+    from marl.trainer import Trainer
+
+    run = Trainer(_cfg(tmp_path, extra=("run_name=parts", "learner.update_rows=3"))).run()
+    assert t_env_final(run) >= 400
+    rss = iter([2**30, 2**30 + 64 * 2**20])  # the first update took 64 MiB
+    monkeypatch.setattr(trainer_mod, "process_rss", lambda: next(rss, 2**30 + 64 * 2**20))
+    monkeypatch.setattr(trainer_mod, "available_memory", lambda: 2**30)
+    with pytest.raises(RunStopped, match=r"learner.update_rows=\d+ \(the same update in parts"):
+        Trainer(_cfg(tmp_path, extra=("run_name=stop", "env.args.episode_limit=200"))).run()
