@@ -306,7 +306,7 @@ class Trainer:
         buf, per_episode = self.buffer, self.scheme.bytes_per_episode()
         rest = 0 if buf is None else buf.capacity - buf.size
         hint = 0  # learner.update_rows that would fit, where the learner can split its update by rows
-        if buf is not None and step_bytes and getattr(self.learner, "rows_splittable", False):
+        if step_bytes and getattr(self.learner, "rows_splittable", False):
             rows_now = self.cfg.learner.update_rows or batch.batch_size
             hint = rows_that_fit(rest * per_episode, step_bytes, footprint, slots, available)
             hint = hint if hint < rows_now else 0
@@ -317,7 +317,7 @@ class Trainer:
             "available"
         )
         if buf is None:
-            short = update_shortfall(self.cfg.learner.batch_size, rss, available, growth)
+            short = update_shortfall(self.cfg.learner.batch_size, rss, available, growth, hint)
         else:
             short = fill_shortfall(buf.capacity, buf.size, per_episode, rss, available, growth, hint)
         if short is not None:

@@ -1,6 +1,6 @@
-"""``learner.update_rows``: the Q-learner's update in row parts of at most R episodes, gradients summed, gives
-the one-graph update (with and without length groups); the memory check counts at most R episodes per graph
-and names an R that fits."""
+"""``learner.update_rows``: the Q-learner's and PPO's update in row parts of at most R episodes, gradients
+summed, gives the one-graph update (with and without length groups); the memory check counts at most R
+episodes per graph and names an R that fits."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from test_length_groups import INFO, LENGTHS, _filled  # tests/ is on sys.path under pytest
 from test_q_learner import cfg, make_batch
 
-from marl.buffers.replay import MEMORY_SHARE, fill_shortfall, rows_that_fit
+from marl.buffers.replay import MEMORY_SHARE, fill_shortfall, rows_that_fit, update_shortfall
 from marl.config import load_config
 from marl.config.keys import ConfigError
 from marl.config.schema import Config, MixerConfig, WQMIXConfig
@@ -83,6 +83,8 @@ def test_rows_that_fit_and_the_hint_in_the_stop_message() -> None:
     msg = fill_shortfall(1000, 128, 2**20, 9 * gib, 4 * gib, growth=6 * gib, rows_hint=fits)
     assert f"learner.update_rows={fits}" in msg and "learner.memory_check=false" in msg
     assert "update_rows" not in fill_shortfall(1000, 128, 2**20, 9 * gib, 4 * gib, growth=6 * gib)
+    on_policy = update_shortfall(128, 9 * gib, 4 * gib, growth=6 * gib, rows_hint=40)
+    assert "keep the batch with learner.update_rows=40" in on_policy and "learner.batch_size=" in on_policy
 
 
 def test_bad_update_rows_are_refused_with_the_allowed_values(tmp_path) -> None:  # noqa: ANN001
@@ -90,7 +92,7 @@ def test_bad_update_rows_are_refused_with_the_allowed_values(tmp_path) -> None: 
         load_config("qmix", env="fake", overrides=["learner.update_rows=-1", f"results_dir={tmp_path}"])
     wq = {"name": "wqmix", "use_jit": False, "update_rows": 4}
     bad = Config(learner=WQMIXConfig(**wq), mixer=MixerConfig(name="qmix", embed_dim=8, hypernet_dim=16))
-    with pytest.raises(ValueError, match="update_rows=4 splits the loss of q_learner only"):
+    with pytest.raises(ValueError, match="update_rows=4 splits the loss of q_learner, ppo and pg only"):
         WQMIXLearner(INFO, bad)
 
 
@@ -110,3 +112,34 @@ def test_a_run_with_update_rows_trains_and_the_memory_stop_names_one(tmp_path, m
     monkeypatch.setattr(trainer_mod, "available_memory", lambda: 2**30)
     with pytest.raises(RunStopped, match=r"learner.update_rows=\d+ \(the same update in parts"):
         Trainer(_cfg(tmp_path, extra=("run_name=stop", "env.args.episode_limit=200"))).run()
+
+
+@pytest.mark.parametrize(("length_groups", "rows"), [(1, 5), (2, 6)])
+def test_ppo_epochs_in_row_parts_equal_the_one_batch_epochs(tmp_path, length_groups: int, rows: int) -> None:  # noqa: ANN001
+    """MAPPO's epochs (one minibatch each, the SMAC setting) over row parts give the one-batch epochs'
+    statistics and weights."""
+    from test_ppo import _cfg, _random_batch, assert_same_update, cut_episodes
+
+    from marl.envs.base import EnvInfo
+    from marl.learners.ppo_learner import PPOLearner
+    from marl.trainer import with_overrides
+
+    info = EnvInfo(n_agents=3, n_actions=4, obs_shape=6, state_shape=7, episode_limit=12)
+    over = (
+        "env.args.episode_limit=12",
+        "use_jit=false",
+        "learner.batch_size=16",
+        "learner.num_minibatches=1",
+    )
+    cfg = _cfg(tmp_path, "mappo", "fake", over)
+    batch = cut_episodes(
+        _random_batch(info, 16, 5), [2, 12, 3, 2, 4, 3, 2, 12, 3, 2, 3, 4, 2, 3, 2, 3], limit=12
+    )
+    one = PPOLearner(info, with_overrides(cfg, learner={"time_bucket": 4, "length_groups": 1}))
+    parts = PPOLearner(
+        info,
+        with_overrides(cfg, learner={"time_bucket": 4, "length_groups": length_groups, "update_rows": rows}),
+    )
+    split = parts._group_split(batch["filled"])
+    assert split is not None and max(len(r) for r, _ in split) <= rows and parts.rows_splittable
+    assert_same_update(one, parts, batch)

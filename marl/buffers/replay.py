@@ -58,6 +58,16 @@ def rows_that_fit(rest: int, step_bytes: int, footprint: int, slots: int, availa
     return max(int((MEMORY_SHARE * available - rest + step_bytes) // per_row), 0)
 
 
+def _rows_text(rows: int, kept: str) -> str:
+    """The stop message's ``learner.update_rows`` suggestion (empty where ``rows`` is 0)."""
+    if rows <= 0:
+        return ""
+    return (
+        f", or keep {kept} with learner.update_rows={rows} (the same update in parts of at most {rows} "
+        f"episodes, gradients summed)"
+    )
+
+
 def fill_shortfall(
     capacity: int,
     size: int,
@@ -93,21 +103,18 @@ def fill_shortfall(
         f"{available / gib:.1f} GiB are available ({int(MEMORY_SHARE * 100)} % of it may go to them), so the "
         f"OS would kill the run part-way. Start again with learner.buffer_size={fits} or less, or "
         f"learner.buffer_max_gib={fits * bytes_per_episode / gib:.1f} or less"
-        + (
-            f", or keep the buffer with learner.update_rows={rows_hint} (the same update in parts of at most "
-            f"{rows_hint} episodes, gradients summed)"
-            if rows_hint > 0
-            else ""
-        )
+        + _rows_text(rows_hint, "the buffer")
         + " (learner.memory_check=false runs on regardless)"
     )
 
 
-def update_shortfall(batch_size: int, rss: int | None, available: int | None, growth: int) -> str | None:
+def update_shortfall(
+    batch_size: int, rss: int | None, available: int | None, growth: int, rows_hint: int = 0
+) -> str | None:
     """On-policy learners (no replay buffer), after the first update: a message when the update, grown to
     full-length episodes (``growth`` bytes more than now, see the trainer), needs more than ``MEMORY_SHARE``
     of the ``available`` bytes, else None. The sizes suggested assume that the update's memory grows with
-    its episodes."""
+    its episodes; ``rows_hint`` > 0 also names ``learner.update_rows`` (as :func:`fill_shortfall`)."""
     if available is None or rss is None:
         return None
     allowed = int(MEMORY_SHARE * available)
@@ -121,8 +128,9 @@ def update_shortfall(batch_size: int, rss: int | None, available: int | None, gr
         f"{growth / gib:.1f} GiB more (the first update's growth scaled to full-length episodes), but only "
         f"{available / gib:.1f} GiB are available ({int(MEMORY_SHARE * 100)} % of it may go to it), so the "
         f"OS would kill the run part-way. Start again with learner.batch_size={fits} or less (a multiple of "
-        f"runner.batch_size_run), or more learner.num_minibatches "
-        f"(learner.memory_check=false runs on regardless)"
+        f"runner.batch_size_run), or more learner.num_minibatches"
+        + _rows_text(rows_hint, "the batch")
+        + " (learner.memory_check=false runs on regardless)"
     )
 
 

@@ -140,6 +140,7 @@ class PPOConfig(BaseLearnerConfig):
     time_bucket: int = 16  # as QLearnerConfig.time_bucket
     length_groups: int = 2  # as QLearnerConfig.length_groups, with one minibatch per epoch (else 1 batch)
     pad_to_compiled: bool = True  # as QLearnerConfig.pad_to_compiled
+    update_rows: int = 0  # as QLearnerConfig.update_rows, with one minibatch per epoch (else not used)
     critic: str = "central"  # value net input: central (state, MAPPO) | local (agent obs, IPPO / PPO)
     critic_hidden_dim: int = 64  # MLP value net width
     gae_lambda: float = 0.95  # GAE lambda (ppo); pg uses Monte Carlo returns

@@ -14,11 +14,12 @@ statistics and gradient are those of the one-batch step up to float rounding
 (``tests/test_length_groups.py``). Where the split would save nothing (the groups' lengths are equal) the
 one-batch step runs. Each group shape compiles once, like the time buckets.
 
-With ``learner.update_rows: R`` (Q-learner) no graph takes more than ``R`` episodes: the batch, or each length
-group, runs in row parts of at most ``R`` episodes, and all parts' gradients are summed in the same way
-(gradient accumulation; exact up to float rounding). The step's memory then grows with ``R`` instead of the
-batch, which lets a large map (bane_vs_bane: 24 agents, 201 slots, batch 128) train on a machine where the
-one-graph update would not fit (the trainer's memory check names an ``R`` that fits).
+With ``learner.update_rows: R`` (Q-learner; PPO/PG with one minibatch per epoch) no graph takes more than
+``R`` episodes: the batch, or each length group, runs in row parts of at most ``R`` episodes, and all parts'
+gradients are summed in the same way (gradient accumulation; exact up to float rounding). The step's memory
+then grows with ``R`` instead of the batch, which lets a large map (bane_vs_bane: 24 agents, 201 slots,
+batch 128) train on a machine where the one-graph update would not fit (the trainer's memory check names an
+``R`` that fits).
 """
 
 from __future__ import annotations
@@ -102,16 +103,16 @@ def length_group_graphs(lc, loss_fn, params: list, optimizer, splittable: bool, 
             f"learner.length_groups={lc.length_groups} splits the loss of q_learner, ppo and pg only; "
             f"learner {lc.name!r} trains one padded batch: set learner.length_groups=1"
         )
-    rows = getattr(lc, "update_rows", 0)
+    rows = lc.update_rows
     if rows > 0 and not splittable:
         raise ValueError(
-            f"learner.update_rows={rows} splits the loss of q_learner only; learner {lc.name!r} trains one "
-            f"padded batch: set learner.update_rows=0"
+            f"learner.update_rows={rows} splits the loss of q_learner, ppo and pg only; learner {lc.name!r} "
+            f"trains one padded batch: set learner.update_rows=0"
         )
     if rows > 0 and not usable:
         print(
-            f"[learner] learner.update_rows={rows} is not used: chunked BPTT (learner.bptt_chunk) already "
-            "bounds the step's memory by its chunks"
+            f"[learner] learner.update_rows={rows} is not used: chunked BPTT (learner.bptt_chunk) or "
+            "minibatches (learner.num_minibatches > 1) already bound the step's memory"
         )
     if (lc.length_groups < 2 and rows <= 0) or not usable:
         return None
@@ -144,12 +145,10 @@ def grouped_update(graphs: tuple, parts: list[list[ms.Tensor]], n_valid: ms.Tens
     return ops.concat([(loss + loss_b).reshape(1), stats + stats_b, grad_norm.reshape(1)]).asnumpy()
 
 
-class LengthGroups:
-    """Mixin of :class:`~marl.learners.q_learner.QLearner`: its length-grouped step.
-
-    The learner provides ``info``, ``cfg``, ``nets``, ``t_slots`` and ``_cut``, and stores
-    :func:`grouped_graphs` of its loss as ``_groups``.
-    """
+class GroupSplit:
+    """Mixin of the Q-learner and the PPO learner: how an update on a batch is split into graphs, and the
+    memory check's footprints of it. The learner provides ``cfg`` and ``t_slots``, and stores
+    :func:`grouped_graphs` of its loss as ``_groups`` (None: one graph)."""
 
     def _group_split(self, filled_BT1: np.ndarray) -> list[tuple[np.ndarray, int]] | None:
         """The groups of a batch with this ``filled`` mask (:func:`split_by_length`), each cut into row parts
@@ -164,7 +163,7 @@ class LengthGroups:
     def full_footprint(self, batch_size: int, slots: int) -> int:
         """Episodes x slots of the largest graph an update on ``batch_size`` episodes of ``slots`` slots
         runs (the memory check's worst case: at most ``learner.update_rows`` episodes where set)."""
-        rows = self.cfg.learner.update_rows if self._groups else 0  # not used by chunked BPTT
+        rows = self.cfg.learner.update_rows if self._groups else 0  # not used by chunks or minibatches
         return (min(rows, batch_size) if rows > 0 else batch_size) * slots
 
     def step_footprint(self, batch) -> int:  # noqa: ANN001
@@ -175,6 +174,13 @@ class LengthGroups:
         if not groups:
             return len(lengths_B) * int(lengths_B.max())
         return max(len(rows) * int(lengths_B[rows].max()) for rows, _ in groups)
+
+
+class LengthGroups(GroupSplit):
+    """Mixin of :class:`~marl.learners.q_learner.QLearner`: its length-grouped step.
+
+    The learner also provides ``info``, ``nets`` and ``_cut``.
+    """
 
     def _group_inputs(self, batch, groups) -> tuple[list[list[ms.Tensor]], ms.Tensor]:  # noqa: ANN001
         """Each group's input tensors and the whole batch's transition count (as the loss's mask counts)."""

@@ -31,7 +31,7 @@ from marl.controllers.mac import build_agent_inputs, input_dim
 from marl.controllers.policy_controller import PolicyController
 from marl.envs.base import EnvInfo
 from marl.learners.compiled_lengths import LengthPlanner
-from marl.learners.length_groups import group_tensors, grouped_update, length_group_graphs, split_by_length
+from marl.learners.length_groups import GroupSplit, group_tensors, grouped_update, length_group_graphs
 from marl.learners.optim import clip_and_apply, make_optimizer
 from marl.learners.returns import RunningMeanStd, gae
 from marl.learners.targets import bucketed_slots, check_time_bucket, transition_mask
@@ -61,7 +61,7 @@ AGENTS = ("rnn", "mlp")
 
 
 @register("learner", "ppo")
-class PPOLearner:
+class PPOLearner(GroupSplit):
     """MAPPO / IPPO / PPO by configuration (see the module docstring for papers and the procedure)."""
 
     on_policy = True
@@ -97,6 +97,7 @@ class PPOLearner:
         self._hist: tuple[np.ndarray, dict[str, np.ndarray]] | None = None  # for histograms()
         self._eval, self._step = self._make_graphs()
         own_loss = type(self)._make_graphs is PPOLearner._make_graphs  # COMA brings its own loss
+        self.rows_splittable = own_loss and lc.num_minibatches == 1  # learner.update_rows can split it
         self._groups = length_group_graphs(  # the SMAC setting, one minibatch per epoch: the whole batch
             lc,
             self.loss_fn,
@@ -226,9 +227,7 @@ class PPOLearner:
         # only the slots up to the longest episode (bucketed): exact, and far fewer unrolled steps; a
         # longer length already compiled where the planner says so (compiled_lengths.py)
         b, epochs = lc.batch_size, lc.ppo_epochs
-        groups = self._groups and split_by_length(
-            batch["filled"], lc.length_groups, self.t_slots, lc.time_bucket
-        )
+        groups = self._groups and self._group_split(batch["filled"])
         if groups:  # the evaluation runs over the whole batch once, each group's step once an epoch
             groups = plan.groups(groups, repeats=epochs)
         need = bucketed_slots(batch["filled"], self.t_slots, lc.time_bucket)
@@ -253,7 +252,7 @@ class PPOLearner:
             adv = (adv - sel.mean()) / (sel.std() + 1e-8)
         adv = np.where(mask, adv, 0.0).astype(np.float32)
         host = [*(arr[k] for k in (*SLOT_KEYS, "actions")), old_logp, adv, ret, old_v, arr["mask"]]
-        if groups:  # one minibatch per epoch: the batch's longest eighth and the rest as two parts
+        if groups:  # one minibatch per epoch: the batch in parts (length groups, update_rows)
             parts = [group_tensors(host, rows, slots, len(SLOT_KEYS)) for rows, slots in groups]
             n_valid = Tensor(np.float32(mask.sum()))
             outs = [grouped_update(self._groups, parts, n_valid) for _ in range(epochs)]
