@@ -107,11 +107,10 @@ def test_memory_check_footprint_is_the_largest_group() -> None:
     assert step_footprint(two, batch) == max(2 * 21, 14 * 8)  # the two longest; the rest up to 7 steps + 1
 
 
-@pytest.mark.parametrize("alg", ["mappo", "ippo"])
-def test_ppo_grouped_epochs_equal_the_one_batch_epochs(tmp_path, alg: str) -> None:  # noqa: ANN001
-    """PPO's epochs over the two groups give the one-batch epochs' statistics and weights (one minibatch
-    per epoch, the SMAC setting; the no-grad evaluation runs over the whole batch either way)."""
-    from test_ppo import _cfg, _random_batch, assert_same_update, cut_episodes
+def ppo_pair(tmp_path, alg: str, **split: int) -> tuple:  # noqa: ANN001
+    """A PPO learner on one padded batch, one with the learner settings ``split``, and a batch of 16 episodes
+    of which two run to the limit (one minibatch per epoch, the SMAC setting)."""
+    from test_ppo import _cfg, _random_batch, cut_episodes
 
     info = EnvInfo(n_agents=3, n_actions=4, obs_shape=6, state_shape=7, episode_limit=12)
     over = (
@@ -121,9 +120,18 @@ def test_ppo_grouped_epochs_equal_the_one_batch_epochs(tmp_path, alg: str) -> No
         "learner.num_minibatches=1",
     )
     cfg = _cfg(tmp_path, alg, "fake", over)
-    lengths = [2, 12, 3, 2, 4, 3, 2, 12, 3, 2, 3, 4, 2, 3, 2, 3]  # two run to the limit
+    lengths = [2, 12, 3, 2, 4, 3, 2, 12, 3, 2, 3, 4, 2, 3, 2, 3]
     batch = cut_episodes(_random_batch(info, 16, 5), lengths, limit=12)
-    assert split_by_length(batch["filled"], 2, 13, 4) is not None
     one = PPOLearner(info, with_overrides(cfg, learner={"time_bucket": 4, "length_groups": 1}))
-    two = PPOLearner(info, with_overrides(cfg, learner={"time_bucket": 4, "length_groups": 2}))
+    return one, PPOLearner(info, with_overrides(cfg, learner={"time_bucket": 4, **split})), batch
+
+
+@pytest.mark.parametrize("alg", ["mappo", "ippo"])
+def test_ppo_grouped_epochs_equal_the_one_batch_epochs(tmp_path, alg: str) -> None:  # noqa: ANN001
+    """PPO's epochs over the two groups give the one-batch epochs' statistics and weights (the no-grad
+    evaluation runs over the whole batch either way)."""
+    from test_ppo import assert_same_update
+
+    one, two, batch = ppo_pair(tmp_path, alg, length_groups=2)
+    assert split_by_length(batch["filled"], 2, 13, 4) is not None
     assert_same_update(one, two, batch)

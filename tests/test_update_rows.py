@@ -118,28 +118,10 @@ def test_a_run_with_update_rows_trains_and_the_memory_stop_names_one(tmp_path, m
 def test_ppo_epochs_in_row_parts_equal_the_one_batch_epochs(tmp_path, length_groups: int, rows: int) -> None:  # noqa: ANN001
     """MAPPO's epochs (one minibatch each, the SMAC setting) over row parts give the one-batch epochs'
     statistics and weights."""
-    from test_ppo import _cfg, _random_batch, assert_same_update, cut_episodes
+    from test_length_groups import ppo_pair
+    from test_ppo import assert_same_update
 
-    from marl.envs.base import EnvInfo
-    from marl.learners.ppo_learner import PPOLearner
-    from marl.trainer import with_overrides
-
-    info = EnvInfo(n_agents=3, n_actions=4, obs_shape=6, state_shape=7, episode_limit=12)
-    over = (
-        "env.args.episode_limit=12",
-        "use_jit=false",
-        "learner.batch_size=16",
-        "learner.num_minibatches=1",
-    )
-    cfg = _cfg(tmp_path, "mappo", "fake", over)
-    batch = cut_episodes(
-        _random_batch(info, 16, 5), [2, 12, 3, 2, 4, 3, 2, 12, 3, 2, 3, 4, 2, 3, 2, 3], limit=12
-    )
-    one = PPOLearner(info, with_overrides(cfg, learner={"time_bucket": 4, "length_groups": 1}))
-    parts = PPOLearner(
-        info,
-        with_overrides(cfg, learner={"time_bucket": 4, "length_groups": length_groups, "update_rows": rows}),
-    )
+    one, parts, batch = ppo_pair(tmp_path, "mappo", length_groups=length_groups, update_rows=rows)
     split = parts._group_split(batch["filled"])
     assert split is not None and max(len(r) for r, _ in split) <= rows and parts.rows_splittable
     assert_same_update(one, parts, batch)
