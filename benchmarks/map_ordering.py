@@ -3,8 +3,8 @@
 The fidelity check of ``docs/fidelity.md``: on StarCraft II the maps that pymarl2's README calls Easy are
 learned first and the Super Hard ones last (``benchmarks/published_smac.yaml``, ``difficulty``). If the
 embedded engine plays the same game, QMIX at a fixed budget on it must order the maps the same way. This
-script reads a sweep (one budget, any number of seeds; runs that have not reached the budget are left out),
-puts every map's win rate beside its published class and QMIX figures, and states:
+script reads a sweep or its run records (one budget, any number of seeds; runs that have not reached the
+budget are left out), puts every map's win rate beside its published class and QMIX figures, and states:
 
 - the mean win rate of each class, and whether they fall as published (Easy >= Hard >= Super Hard);
 - the pairs (an Easy map, a Super Hard map) in which the Super Hard map scores higher;
@@ -15,6 +15,9 @@ puts every map's win rate beside its published class and QMIX figures, and state
         learner.buffer_max_gib=6 --out <sweep>
     python benchmarks/map_ordering.py <sweep> --budget 300000
     python benchmarks/map_ordering.py <qmix sweep> <mappo sweep> --budget 300000 --alg qmix,mappo
+    python benchmarks/map_ordering.py benchmarks/results/runs/<suite> --budget 300000   # committed records
+
+(``--records benchmarks/results/runs/<suite>`` on the sweep keeps its run records: README, "Run records".)
 """
 
 from __future__ import annotations
@@ -166,7 +169,9 @@ def side_by_side(sweeps: Sequence[Path], budget: int, algs: Sequence[str]) -> st
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line: ``map_ordering.py SWEEP [SWEEP ...] --budget B [--alg qmix]``."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("sweeps", nargs="+", type=Path)
+    p.add_argument(
+        "sweeps", nargs="+", type=Path, help="sweep folders, run folders, run records or folders of them"
+    )
     p.add_argument("--budget", type=int, required=True, help="env steps every counted run has reached")
     p.add_argument("--alg", default="qmix", help="an algorithm, or several comma-separated side by side")
     args = p.parse_args(argv)

@@ -42,6 +42,7 @@ import numpy as np
 
 from marl.envs.smac.smacv2.scenarios import SCENARIOS, is_scenario
 from marl.envs.smac.threads import resolve_threads
+from marl.provenance import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_PY = ROOT / ".venv-bench" / "bin" / "python"
@@ -191,19 +192,6 @@ def smax_scenario(name: str) -> str:
     if sc.n_units != sc.n_enemies or sc.n_units not in (5, 10, 20):
         raise ValueError(f"SMAX has no SMACv2-style scenario of size {sc.n_units} vs {sc.n_enemies}")
     return f"smacv2_{sc.n_units}_units"
-
-
-def cpu_model() -> str:
-    """The CPU's model name (Linux ``/proc/cpuinfo``), or the platform's processor string."""
-    import platform
-
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def cold_compile_seconds() -> float:

@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from sim_throughput import cpu_model  # a sibling script: benchmarks/ is on sys.path
 
 from marl.envs.smac.env import StarCraft2Env
+from marl.provenance import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 MAPS = ("3m", "8m", "27m_vs_30m")

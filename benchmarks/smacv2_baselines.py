@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import math
 import pickle
 import sys
@@ -35,8 +34,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from marl.report.readme import ROW_MARKER, md_table  # noqa: E402
-from marl.report.runs import load_runs  # noqa: E402
-from marl.sweep import DONE_FILE  # noqa: E402
+from marl.report.runs import Run, load_runs  # noqa: E402
 
 PUBLISHED = Path(__file__).with_name("published_smacv2.yaml")
 WINDOW = 200_000  # env steps before the budget whose test evaluations are averaged
@@ -118,23 +116,20 @@ def ours_at_budget(
     sweeps: Sequence[Path], budget: int, window: float = WINDOW
 ) -> dict[tuple[str, str], list[tuple[int, float, float]]]:
     """``(scenario, alg) -> [(seed, win rate at budget, wall-clock minutes)]`` over the runs of ``sweeps``
-    (the win rate: :func:`at_budget` over ``window``)."""
+    (sweep folders, run folders, run records or folders of them; the win rate: :func:`at_budget` over
+    ``window``)."""
     # a run still going (or stopped early) has not reached the budget: left out
     runs, _ = load_runs(list(sweeps), "test_win_rate", 0.95, min_steps=budget - FINISHED_SLACK)
     out: dict[tuple[str, str], list[tuple[int, float, float]]] = {}
     for r in runs:
         at = at_budget(r.curve, budget, window)
-        out.setdefault((r.task, r.alg), []).append((r.seed, at, _minutes(r.run_dir)))
+        out.setdefault((r.task, r.alg), []).append((r.seed, at, _minutes(r)))
     return {k: sorted(v) for k, v in out.items()}
 
 
-def _minutes(run_dir: Path) -> float:
-    """The run's wall-clock in minutes, from the sweep's ``result.json`` (NaN without one)."""
-    done = Path(run_dir) / DONE_FILE
-    if not done.is_file():
-        return math.nan
-    res = json.loads(done.read_text(encoding="utf-8"))
-    return (res["finished"] - res["started"]) / 60
+def _minutes(run: Run) -> float:
+    """The run's wall-clock in minutes, from the sweep's ``result.json`` or its record (NaN without)."""
+    return (run.finished - run.started) / 60
 
 
 def fmt_seeds(values: Sequence[float]) -> str:

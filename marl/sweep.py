@@ -14,7 +14,9 @@ before anything is submitted.
 A sweep survives interruptions: the folder records its plan (``sweep.json``) and each finished run a
 ``result.json``. Running the same command again, or ``scripts/sweep.py --resume <sweep folder>``, skips the
 finished runs, resumes each interrupted run from its newest intact checkpoint (``--resume`` of the trainer),
-starts the runs that never began, and writes the summary and report over all of them. A run folder left
+starts the runs that never began, and writes the summary and report over all of them. With ``--records DIR``
+each run's record (:mod:`marl.report.records`: what the report reads, small enough to commit) goes into DIR as
+soon as the run finishes; the folder is recorded in ``sweep.json`` and kept by ``--resume``. A run folder left
 without any checkpoint is moved to ``_incomplete/`` and that run starts again. A first SIGINT or SIGTERM
 stops every running run with a checkpoint (:mod:`marl.sweep_stop`), so a stopped sweep resumes without
 redoing any steps.
@@ -35,15 +37,22 @@ from typing import Any
 
 from marl.checkpoint import latest
 from marl.config import config_from_dict, config_to_dict, load_config
+from marl.report.records import DONE_FILE, write_run_record
 from marl.report.runs import RunResult, compute_absolute, summarize_run
 from marl.report.sweep_summary import METRIC, plot_sweep, summary_markdown
 from marl.signals import RunStopped, StopSignals, exit_code
-from marl.sweep_plan import PLAN_FILE, args_from_plan, build_parser, merge_plan, parse_run_memory, plan_record
+from marl.sweep_plan import (
+    PLAN_FILE,
+    args_from_plan,
+    build_parser,
+    merge_plan,
+    parse_run_memory,
+    plan_record,
+    prepare_records,
+)
 from marl.sweep_stop import check_finished, check_not_stopping, clear, request_stop
 
 __all__ = ["RunResult", "summarize_run", "summary_markdown", "plot_sweep", "plan", "run_sweep", "sweep_main"]
-
-DONE_FILE = "result.json"  # in a run folder: the run finished (training and absolute metric)
 
 
 def _run_one(
@@ -54,9 +63,10 @@ def _run_one(
     metric: str,
     threshold: float,
     absolute: bool = True,
+    records: str | None = None,
 ) -> RunResult:
     """Body of one Ray task: train (or resume an interrupted run), then summarise and mark it done
-    (console output to ``run_dir/stdout.log``)."""
+    (console output to ``run_dir/stdout.log``); with ``records``, write the run's record there."""
     from marl.trainer import Trainer
 
     started = time.time()
@@ -84,6 +94,8 @@ def _run_one(
     res.started, res.finished = started, time.time()
     done = {**res.as_dict(), "worker_pid": os.getpid()}  # one process per run: see run_sweep's max_calls
     (folder / DONE_FILE).write_text(json.dumps(done), encoding="utf-8")
+    if records:  # the run's record (marl.report.records) as soon as it finished
+        write_run_record(folder, Path(records), metric)
     return res
 
 
@@ -132,16 +144,19 @@ def run_sweep(
     threshold: float = 0.95,
     absolute: bool = True,
     run_memory: dict[str | None, float] | None = None,
+    records: Path | None = None,
 ) -> list[RunResult]:
     """Submit every run as a Ray task (Ray must be initialised); a failed run is reported, not fatal.
     With ``absolute`` each task then evaluates its run's best checkpoint (the report's absolute metric).
-    ``run_memory`` (:func:`~marl.sweep_plan.parse_run_memory`) reserves Ray's memory resource per run."""
+    ``run_memory`` (:func:`~marl.sweep_plan.parse_run_memory`) reserves Ray's memory resource per run.
+    With ``records`` each task writes its run's record there when the run finishes."""
     import ray
 
     # max_calls=1: every run in a fresh worker process (a reused one keeps the last run's memory)
     task = ray.remote(num_cpus=cpus_per_run, max_retries=0, max_calls=1)(_run_one)
     done: dict[Any, RunResult] = {}
     refs: dict[Any, tuple[str, int, Path]] = {}
+    rec_dir = str(records) if records else None
     for m, s, d, c in runs:
         earlier = finished_result(d, m, s, metric, threshold)
         if earlier is not None:  # finished before an interruption of the sweep: not run again
@@ -151,7 +166,7 @@ def run_sweep(
         else:
             gib = (run_memory or {}).get(m, (run_memory or {}).get(None))
             submit = task.options(memory=int(gib * 2**30)) if gib else task
-            refs[submit.remote(c, str(d), m, s, metric, threshold, absolute)] = (m, s, d)
+            refs[submit.remote(c, str(d), m, s, metric, threshold, absolute, rec_dir)] = (m, s, d)
     pending = [r for r in refs if r not in done]
     # the first signal stops every run with a checkpoint; a second one aborts at once
     signals, asked = StopSignals(), False
@@ -228,6 +243,7 @@ def sweep_main(argv: Sequence[str] | None = None) -> tuple[Path, list[RunResult]
     share = [f"ms_threads={max(1, int(args.cpus_per_run))}"]
     runs = plan(args.alg, args.maps, seeds, out, args.env, [*share, *args.overrides])
     record = merge_plan(out, plan_record(args))
+    records = prepare_records(record.get("records"), runs, args.metric)  # checked before any run starts
     out.mkdir(parents=True, exist_ok=True)
     (out / PLAN_FILE).write_text(json.dumps(record, indent=1), encoding="utf-8")
     clear(out)  # an earlier stop request: this invocation runs
@@ -240,7 +256,7 @@ def sweep_main(argv: Sequence[str] | None = None) -> tuple[Path, list[RunResult]
             flush=True,
         )
         results = run_sweep(
-            runs, args.cpus_per_run, args.metric, args.threshold, not args.no_absolute, run_memory
+            runs, args.cpus_per_run, args.metric, args.threshold, not args.no_absolute, run_memory, records
         )
     except RunStopped as stop:  # the first signal: every run stopped with a checkpoint
         print(f"[sweep] {stop}; finished runs are kept. Continue with: scripts/sweep.py --resume {out}")

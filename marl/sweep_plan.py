@@ -1,13 +1,23 @@
-"""The sweep's command line and its plan file (``sweep.json``): what ``--resume`` re-runs, and the check
-that a reused sweep folder means the same experiment."""
+"""The sweep's command line and its plan file (``sweep.json``): what ``--resume`` re-runs, the check that a
+reused sweep folder means the same experiment, and the check of the ``--records`` folder."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from marl.report.records import (
+    CURVE_KEYS,
+    DONE_FILE,
+    RecordError,
+    record_from_run_dir,
+    record_name,
+    records_folder,
+    write_records,
+)
 from marl.report.sweep_summary import METRIC
 
 PLAN_FILE = "sweep.json"  # the sweep's plan: what --resume re-runs
@@ -57,6 +67,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="skip re-evaluating each run's best checkpoint (absolute metric)",
     )
+    p.add_argument(
+        "--records",
+        default=None,
+        metavar="DIR",
+        help="write each run's record (what the reports read, small enough to commit; e.g. "
+        "benchmarks/results/runs/<suite>/) into DIR as soon as the run finishes; kept by --resume",
+    )
     p.add_argument("overrides", nargs="*", metavar="key=value", help="config overrides for every run")
     return p
 
@@ -73,6 +90,7 @@ def plan_record(args: argparse.Namespace) -> dict[str, Any]:
         "maps": list(args.maps),
         "seeds": seeds,
         "run_memory": args.run_memory,
+        "records": str(Path(args.records).resolve()) if args.records else None,
     }
 
 
@@ -113,6 +131,8 @@ def merge_plan(out: Path, record: dict[str, Any]) -> dict[str, Any]:
     merged = dict(old)
     if record.get("run_memory") is not None:  # a new reservation replaces the recorded one
         merged["run_memory"] = record["run_memory"]
+    if record.get("records") is not None:  # so does a new records folder
+        merged["records"] = record["records"]
     merged["maps"] = list(dict.fromkeys([*old["maps"], *record["maps"]]))
     merged["seeds"] = sorted({*old["seeds"], *record["seeds"]})
     return merged
@@ -132,5 +152,33 @@ def args_from_plan(args: argparse.Namespace) -> argparse.Namespace:
         setattr(args, k, plan_[k])
     if args.run_memory is None:  # the command line's reservation wins over the recorded one
         args.run_memory = plan_.get("run_memory")
+    if args.records is None:  # likewise the records folder
+        args.records = plan_.get("records")
     args.seed_start, args.seeds, args.out = seeds[0], len(seeds), str(folder)
     return args
+
+
+def prepare_records(
+    folder: str | None, runs: Sequence[tuple[str, int, Path, dict[str, Any]]], metric: str
+) -> Path | None:
+    """``--records``: the folder (created when missing), checked before any run starts, with the records of
+    the runs that finished earlier written into it. A file there, a record there for a run this sweep is about
+    to train, or one that differs from a finished run's stops the sweep with what was wrong."""
+    if folder is None:
+        return None
+    try:
+        out = records_folder(Path(folder))
+        finished = []
+        for m, s, run_dir, cfg in runs:
+            path = out / record_name(str(cfg["alg"]), m, s)
+            if (run_dir / DONE_FILE).is_file():
+                finished.append(record_from_run_dir(run_dir, (*CURVE_KEYS, metric)))
+            elif path.exists():
+                raise RecordError(
+                    f"{path} already holds a record of {cfg['alg']} on {m} seed {s}, and this sweep is about "
+                    "to train that run; choose another --records folder, or move that file away"
+                )
+        write_records(finished, out)
+    except RecordError as err:
+        raise SystemExit(f"sweep.py: --records {folder}: {err}") from None
+    return out

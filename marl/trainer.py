@@ -36,6 +36,7 @@ from marl.envs.base import EnvInfo
 from marl.envs.factory import EnvFactory, make_env_fn, probe_env_info  # noqa: F401 (re-exported)
 from marl.learners.base import Learner, full_footprint, step_footprint
 from marl.logging import Logger
+from marl.provenance import append_provenance
 from marl.run_folder import RunLock, create_run_dir, default_run_name
 from marl.runners import RolloutStats
 from marl.runners.overlap import run_beside
@@ -131,6 +132,7 @@ class Trainer:
                 stale.unlink()
                 print(f"[run] removed the stop file {stale} left by an earlier stop")
             dump_config(cfg, self.run_dir / "config.yaml")
+            append_provenance(self.run_dir, "start" if fresh else "resume")
             rewind = int(payload["meta"]["t_env"]) if payload is not None else None
             self.logger = Logger(
                 self.run_dir,

@@ -9,6 +9,8 @@ Writes <sweep folder>/summary.md (mean ± std over seeds of the final test win r
 to 95 %), summary.json and curves.png, then scripts/report.py's report (report.md with IQM and 95 % CIs,
 marl_eval.json, profiles.png, sample_efficiency.png; needs the report extra); each run has its own folder
 inside, with absolute_metric.json (its best checkpoint over 10x the test episodes; --no-absolute skips it).
+--records DIR also writes each run's record (what the report reads, small enough to commit, e.g. into
+benchmarks/results/runs/<suite>/) as soon as the run finishes; --resume keeps that folder.
 Exits 1 if any run failed.
 """
 

@@ -16,6 +16,7 @@ from test_train_integration import TINY as BASE_TINY
 from marl.checkpoint import Checkpointer, CheckpointError, latest, load, load_latest, periodic
 from marl.cli import evaluate_main
 from marl.config import load_config
+from marl.provenance import code_version, read_provenance
 from marl.run_folder import RunFolderError, RunLock, create_run_dir, default_run_name
 from marl.trainer import RunStopped, Trainer, flatten_arrays, nest_arrays
 
@@ -174,6 +175,9 @@ def test_resume_rewinds_logs_to_the_checkpoint(tmp_path):
     moved = [p.name for p in (run_dir / "superseded").rglob("events.out.events.summary.*")]
     assert events_before and sorted(moved) == events_before
     assert list(run_dir.glob("events.out.events.summary.*"))  # a fresh event file: history replayed
+    launches = read_provenance(run_dir)  # each launch says which code and machine ran it
+    assert [p["event"] for p in launches] == ["start", "resume"]
+    assert launches[0]["commit"] == code_version()["commit"] and launches[0]["versions"]["mindspore"]
 
 
 @pytest.mark.slow

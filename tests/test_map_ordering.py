@@ -1,5 +1,6 @@
 """benchmarks/map_ordering.py: a sweep's maps beside the published difficulty classes."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -63,3 +64,32 @@ def test_side_by_side_puts_each_algorithm_beside_the_others(tmp_path):
     assert "- QMIX: ordered as published" in out and "- MAPPO: class means: easy 0.30" in out
     with pytest.raises(SystemExit, match="no vdn run"):
         mo.side_by_side([tmp_path], 300_000, ["qmix", "vdn"])
+
+
+def test_tables_from_run_records_are_those_from_the_run_folders(tmp_path):
+    """The committed records of a sweep (``report.py --save-records``) give the same tables, wall-clock
+    included, as its run folders."""
+    pytest.importorskip("rliable")
+    import smacv2_baselines as sb
+    from test_report import fake_run
+
+    from marl.report.cli import report_main
+
+    sweep = tmp_path / "sweep"
+    for seed in (0, 1):
+        for alg, m in (("qmix", "8m"), ("qmix", "corridor"), ("mappo", "8m")):
+            run = fake_run(
+                sweep, alg, m, seed, [(260_000, 0.1 * seed), (300_000, 0.8 - 0.2 * seed)], env="sc2"
+            )
+            (run / "result.json").write_text(json.dumps({"started": 0.0, "finished": 60.0 * (seed + 1)}))
+    fake_run(sweep, "qmix", "5m_vs_6m", 0, [(100_000, 0.9)], env="sc2")  # still running: left out of both
+    recs = tmp_path / "runs" / "suite"
+    argv = [str(sweep), "--no-absolute", "--reps", "200", "--out", str(tmp_path / "out")]
+    assert report_main([*argv, "--save-records", str(recs)]) == 0
+    assert len(list(recs.glob("*.json"))) == 7
+    assert mo.table([recs], 300_000) == mo.table([sweep], 300_000)
+    both = mo.side_by_side([recs], 300_000, ["qmix", "mappo"])
+    assert both == mo.side_by_side([sweep], 300_000, ["qmix", "mappo"]) and "**0.38** (0.40 / 0.35)" in both
+    ours = sb.ours_at_budget([recs], 300_000, mo.WINDOW)
+    assert ours == sb.ours_at_budget([sweep], 300_000, mo.WINDOW)
+    assert ours[("8m", "mappo")] == [(0, pytest.approx(0.4), 1.0), (1, pytest.approx(0.35), 2.0)]  # minutes

@@ -48,14 +48,19 @@ FINALS = [0.0, 0.5, 0.7, 1.0]  # IQM of 4 drops one run at each end: (0.5 + 0.7)
 REACHED = [None, 100, 200, 300]  # seed 0 never reaches 0.95 in its 400 steps
 
 
-@pytest.fixture
-def sweep(tmp_path):
+def make_sweep(root):
+    """Seven run folders in ``root``: QMIX on m1 with the ``FINALS`` / ``REACHED`` seeds, VDN with three."""
     for seed, (final, at) in enumerate(zip(FINALS, REACHED, strict=True)):
         curve = [(0, 0.0), (at, 0.96) if at else (200, 0.5), (400, final)]
-        fake_run(tmp_path, "qmix", "m1", seed, curve, absolute=final)
+        fake_run(root, "qmix", "m1", seed, curve, absolute=final)
     for seed, final in enumerate([0.2, 0.6, 0.9]):
-        fake_run(tmp_path, "vdn", "m1", seed, [(0, 0.0), (200, 0.1), (400, final)], absolute=final)
-    return tmp_path
+        fake_run(root, "vdn", "m1", seed, [(0, 0.0), (200, 0.1), (400, final)], absolute=final)
+    return root
+
+
+@pytest.fixture
+def sweep(tmp_path):
+    return make_sweep(tmp_path)
 
 
 def test_run_folder_is_read_as_the_trainer_wrote_it(sweep):

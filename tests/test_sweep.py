@@ -1,6 +1,7 @@
 """The multi-map, multi-seed sweep: summary maths on hand-written logs, and a real 2-map x 2-seed sweep
 of tiny QMIX runs on the fake env as Ray tasks on a local 2-CPU Ray (loopback), started and stopped here."""
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from marl.report.records import read_record, record_from_run_dir
 from marl.sweep import plot_sweep, summarize_run, summary_markdown, sweep_main
 
 # tiny QMIX runs on the fake env (seconds each)
@@ -178,7 +180,9 @@ def test_sweep_resumes_after_an_interruption(tmp_path):
         "50",
         *TINY,
     ]
-    sweep_main(["--maps", "m1", *common])  # m1 finished before the interruption
+    recs = tmp_path / "records"  # given once: sweep.json keeps it for the later invocations
+    sweep_main(["--maps", "m1", *common, "--records", str(recs)])  # m1 finished before the interruption
+    assert [p.name for p in recs.iterdir()] == ["qmix_m1_seed0.json"]
     m1_log = (out / "qmix_m1_seed0" / "log.jsonl").read_bytes()
     assert (out / "qmix_m1_seed0" / "result.json").is_file()
     # m2 was cut off at t_env >= 60 after a checkpoint; m3 had begun but written no checkpoint
@@ -208,11 +212,50 @@ def test_sweep_resumes_after_an_interruption(tmp_path):
     assert (aside[0] / "log.jsonl").read_text() == ""
     assert results[2].curve[-1][0] >= 60
     assert json.loads((out / "sweep.json").read_text())["maps"] == ["m1", "m2", "m3"]
+    assert json.loads((out / "sweep.json").read_text())["records"] == str(recs.resolve())
+    for m in ("m1", "m2", "m3"):  # each resumed or restarted run's record, as the report reads its folder
+        assert read_record(recs / f"qmix_{m}_seed0.json") == record_from_run_dir(out / f"qmix_{m}_seed0")
+    saved = {p.name: p.read_bytes() for p in recs.iterdir()}
 
     stamps = {r.map_name: (out / f"qmix_{r.map_name}_seed0" / "log.jsonl").stat().st_mtime for r in results}
     _, again = sweep_main(["--resume", str(out), *LOCAL_RAY, "--no-absolute", "--reps", "50"])
     assert [(r.map_name, r.final) for r in again] == [(r.map_name, r.final) for r in results]
     assert stamps == {m: (out / f"qmix_{m}_seed0" / "log.jsonl").stat().st_mtime for m in stamps}
+    assert {p.name: p.read_bytes() for p in recs.iterdir()} == saved
+
+
+def test_a_sweep_task_writes_its_record_and_the_records_folder_is_checked_first(tmp_path):
+    """One run's task (no Ray) with ``--records``: its record is written as it finishes and reads as its run
+    folder; a records "folder" that is a file, or a record there for a run about to be trained, stops the
+    sweep before anything runs; a finished run's missing record is written; sweep.json keeps the folder."""
+    from marl.report.runs import load_run
+    from marl.sweep import _run_one, plan
+    from marl.sweep_plan import args_from_plan, build_parser, merge_plan, plan_record, prepare_records
+
+    out, recs = tmp_path / "sweep", tmp_path / "records"
+    runs = plan("qmix", ["m1"], [0], out, "fake", TINY)
+    m, s, run_dir, cfg = runs[0]
+    res = _run_one(cfg, str(run_dir), m, s, "test_win_rate", 0.95, absolute=False, records=str(recs))
+    record = read_record(recs / "qmix_m1_seed0.json")
+    assert record == record_from_run_dir(run_dir) and record["sweep_task"]["finished"] == res.finished
+    assert record["curves"]["test_win_rate"] == [list(p) for p in res.curve] and res.curve
+    from_record = load_run(recs / "qmix_m1_seed0.json", "test_win_rate", 0.95)
+    assert dataclasses.replace(from_record, run_dir=run_dir) == load_run(run_dir, "test_win_rate", 0.95)
+    (recs / "qmix_m1_seed0.json").unlink()  # a finished run's record is written again before runs start
+    assert prepare_records(str(recs), runs, "test_win_rate") == recs
+    assert read_record(recs / "qmix_m1_seed0.json") == record
+    other = plan("qmix", ["m1"], [0], tmp_path / "other", "fake", TINY)  # another sweep, the same run
+    with pytest.raises(
+        SystemExit, match="already holds a record of qmix on m1 seed 0, and this sweep is about"
+    ):
+        prepare_records(str(recs), other, "test_win_rate")
+    with pytest.raises(SystemExit, match="is a file; records go into a folder"):
+        prepare_records(str(recs / "qmix_m1_seed0.json"), runs, "test_win_rate")
+    args = build_parser().parse_args(["--env", "fake", "--maps", "m1", "--records", str(recs)])
+    (out / "sweep.json").write_text(json.dumps(plan_record(args)))
+    again = build_parser().parse_args(["--env", "fake", "--maps", "m1"])  # the same command without it
+    assert merge_plan(out, plan_record(again))["records"] == str(recs.resolve())
+    assert args_from_plan(build_parser().parse_args(["--resume", str(out)])).records == str(recs.resolve())
 
 
 def test_a_sweep_folder_of_other_settings_is_refused(tmp_path):

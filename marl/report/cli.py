@@ -1,5 +1,5 @@
-"""``scripts/report.py``: the multi-seed report over existing run folders, and the README's generated
-results tables (``--readme``)."""
+"""``scripts/report.py``: the multi-seed report over existing run folders or run records, the records
+themselves (``--save-records``), and the README's generated results tables (``--readme``)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 from marl.report.marl_eval import check_marl_eval, to_marl_eval
 from marl.report.plots import plot_profiles, plot_sample_efficiency
+from marl.report.records import CURVE_KEYS, record_of, write_records
 from marl.report.runs import Run, load_runs
 from marl.report.summary import analyse, markdown_tables
 
@@ -66,7 +67,7 @@ def write_report(
         f"# {title}",
         "",
         f"Written {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by "
-        "`scripts/report.py` from the run folders listed in `report.json`.",
+        "`scripts/report.py` from the runs (run folders or run records) listed in `report.json`.",
         "",
         markdown_tables(result),
     ]
@@ -75,6 +76,14 @@ def write_report(
     md += ["Figures: " + ", ".join(f"`{n}`" for n in written if n.endswith(".png")), ""]
     written["report.md"].write_text("\n".join(md), encoding="utf-8")
     return written
+
+
+def save_records(
+    runs: Sequence[Run], folder: Path, metric: str = "test_win_rate", force: bool = False
+) -> list[Path]:
+    """Write one run record per run into ``folder`` (:func:`~marl.report.records.write_records`: a different
+    record already there for the same alg/map/seed is refused without ``force``); returns their paths."""
+    return write_records([record_of(r.run_dir, (*CURVE_KEYS, metric)) for r in runs], folder, force)
 
 
 def _shown(path: Path, base: Path) -> str:
@@ -87,8 +96,15 @@ def _shown(path: Path, base: Path) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="report.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("runs", nargs="*", type=Path, help="run folders, or folders holding them (a sweep folder)")
-    p.add_argument("--out", type=Path, default=None, help="where the report goes (default: the first folder)")
+    p.add_argument(
+        "runs",
+        nargs="*",
+        type=Path,
+        help="run folders, run records (<alg>_<map>_seed<k>.json), or folders holding them (a sweep folder)",
+    )
+    p.add_argument(
+        "--out", type=Path, default=None, help="where the report goes (default: the first folder given)"
+    )
     p.add_argument("--metric", default="test_win_rate", help="logged test score (default test_win_rate)")
     p.add_argument("--target", type=float, default=0.95, help="'steps to target' threshold (default 0.95)")
     p.add_argument("--reps", type=int, default=2_000, help="bootstrap resamples (default 2000)")
@@ -105,6 +121,17 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=0,
         help="leave out runs whose last test phase is before this many env steps (runs still going)",
+    )
+    p.add_argument(
+        "--save-records",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also write one run record per run read into DIR (<alg>_<map>_seed<k>.json: what the report "
+        "needs, small enough to commit, e.g. benchmarks/results/runs/<suite>/)",
+    )
+    p.add_argument(
+        "--force", action="store_true", help="with --save-records: replace different records already in DIR"
     )
     p.add_argument("--readme", action="store_true", help="regenerate README.md's results blocks and exit")
     p.add_argument("--check", action="store_true", help="with --readme: only check, exit 1 when out of date")
@@ -123,11 +150,16 @@ def report_main(argv: Sequence[str] | None = None) -> int:
         p.error("give run folders (or a sweep folder), or --readme")
     if args.reps < 100 or args.envs < 1:
         p.error("--reps must be >= 100 and --envs >= 1")
+    if args.force and args.save_records is None:
+        p.error("--force goes with --save-records DIR")
     try:
         runs, skipped = load_runs(
             list(args.runs), args.metric, args.target, not args.no_absolute, args.envs, args.min_steps
         )
-        out = args.out or args.runs[0]
+        if args.save_records is not None:
+            saved = save_records(runs, args.save_records, args.metric, args.force)
+            print(f"[report] {len(saved)} run records in {args.save_records}", file=sys.stderr)
+        out = args.out or (args.runs[0].parent if args.runs[0].is_file() else args.runs[0])
         written = write_report(runs, out, args.metric, args.target, args.reps, args.seed, args.title, skipped)
     except (FileNotFoundError, ValueError) as err:
         p.error(str(err))

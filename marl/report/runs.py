@@ -1,5 +1,6 @@
-"""Run folders as the report sees them: who ran what (``config.yaml``), its greedy test curve (``log.jsonl``)
-and its absolute metric (the best checkpoint re-evaluated, cached in ``absolute_metric.json``).
+"""Runs as the report sees them: who ran what (``config.yaml``), its greedy test curve (``log.jsonl``)
+and its absolute metric (the best checkpoint re-evaluated, cached in ``absolute_metric.json``), read from a
+run folder or from its run record (:mod:`marl.report.records`), with the same numbers either way.
 
 The absolute metric follows Gorsane et al. (2022, sec. 4): the best policy of a run, chosen on the usual
 test phases, is evaluated again over ten times their number of episodes, which removes the optimistic bias
@@ -14,12 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from marl.logging.plots import read_scalars
+from marl.report.records import ABSOLUTE_FILE, RECORD_NAME, RecordError, read_record, record_from_run_dir
 from marl.run_folder import LOG_FILE
 
-ABSOLUTE_FILE = "absolute_metric.json"
 ABSOLUTE_FACTOR = 10  # Gorsane et al. (2022): 10x the test episodes of one evaluation
 RETURN_KEY = "test_return_mean"
 
@@ -42,18 +41,25 @@ class RunResult:
         return dict(self.__dict__)
 
 
+def summarize_curve(
+    map_name: str, seed: int, source: str | Path, curve: list[tuple[int, float]], threshold: float = 0.95
+) -> RunResult:
+    """A metric curve's summary: its finite points, its last value, the first t at or over ``threshold``."""
+    curve = [(t, v) for t, v in curve if math.isfinite(v)]
+    res = RunResult(map_name, seed, str(source), curve)
+    if curve:
+        res.final = curve[-1][1]
+        res.steps_to = next((t for t, v in curve if v >= threshold), None)
+    return res
+
+
 def summarize_run(
     map_name: str, seed: int, run_dir: str | Path, metric: str = "test_win_rate", threshold: float = 0.95
 ) -> RunResult:
     """From ``run_dir/log.jsonl``: the metric curve, its last value, the first t at or over ``threshold``."""
-    log = Path(run_dir) / "log.jsonl"
-    curve = read_scalars(log).get(metric, [])
-    curve = [(t, v) for t, v in curve if math.isfinite(v)]
-    res = RunResult(map_name, seed, str(run_dir), curve)
-    if curve:
-        res.final = curve[-1][1]
-        res.steps_to = next((t for t, v in curve if v >= threshold), None)
-    else:
+    log = Path(run_dir) / LOG_FILE
+    res = summarize_curve(map_name, seed, run_dir, read_scalars(log).get(metric, []), threshold)
+    if not res.curve:
         res.error = f"no {metric!r} in {log}"
     return res
 
@@ -66,7 +72,7 @@ class Run:
     task: str
     alg: str
     seed: int
-    run_dir: Path
+    run_dir: Path  # where it was read from: its run folder or its record file
     test_nepisode: int
     curve: list[tuple[int, float]]  # (t_env, metric) of every test phase
     final: float  # last value of the metric
@@ -74,15 +80,8 @@ class Run:
     budget: int  # last logged t_env (the steps the run covered)
     extra: dict[str, list[tuple[int, float]]] = field(default_factory=dict)  # RETURN_KEY
     absolute: dict[str, Any] | None = None  # the cached ABSOLUTE_FILE, when there is one
-
-
-def _env_name(cfg: dict[str, Any]) -> str:
-    name = str(cfg["env"]["name"])
-    if name != "sc2":
-        return name
-    from marl.envs.smac.smacv2.scenarios import is_scenario  # SMAC and SMACv2 both use the sc2 env
-
-    return "smacv2" if is_scenario(str(cfg["env"]["map_name"])) else "smac"
+    started: float = math.nan  # wall-clock start and end of the sweep's task (its result.json), if any
+    finished: float = math.nan
 
 
 def is_run_dir(folder: Path) -> bool:
@@ -90,45 +89,77 @@ def is_run_dir(folder: Path) -> bool:
     return (folder / "config.yaml").is_file() and (folder / LOG_FILE).is_file()
 
 
+def _in_run_dir(path: Path, root: Path) -> bool:
+    """Whether ``path`` lies in a run folder at or below ``root``."""
+    return any(is_run_dir(folder) for folder in path.parents if folder == root or root in folder.parents)
+
+
 def find_run_dirs(roots: list[Path]) -> list[Path]:
-    """Every run folder at or below ``roots`` (sorted); a root that does not exist is an error."""
+    """Every run folder and run record at or below ``roots`` (sorted). Below a root, a record is a file named
+    ``<alg>_<map>_seed<k>.json`` outside any run folder; a root that is a file must be a record. A root that
+    does not exist is an error."""
     found: set[Path] = set()
     for root in roots:
         root = Path(root)
         if not root.exists():
-            raise FileNotFoundError(f"{root}: no such folder (give run folders or folders that hold them)")
+            raise FileNotFoundError(
+                f"{root}: no such folder (give run folders, run records or folders that hold them)"
+            )
+        if root.is_file():
+            if root.suffix != ".json":
+                raise RecordError(
+                    f"{root} is a file but not a run record (.json); give run folders, run records "
+                    "(<alg>_<map>_seed<k>.json) or folders that hold them"
+                )
+            found.add(root)
+            continue
         if is_run_dir(root):
             found.add(root)
         found.update(p.parent for p in root.rglob("config.yaml") if is_run_dir(p.parent))
+        found.update(
+            p for p in root.rglob("*.json") if RECORD_NAME.fullmatch(p.name) and not _in_run_dir(p, root)
+        )
     return sorted(found)
 
 
-def load_run(run_dir: Path, metric: str, target: float) -> Run:
-    """Read one run folder (its config, its ``metric`` curve and the cached absolute metric)."""
-    run_dir = Path(run_dir)
-    with open(run_dir / "config.yaml", encoding="utf-8") as fh:
-        cfg = yaml.safe_load(fh)
-    res = summarize_run(cfg["env"]["map_name"], int(cfg["seed"]), run_dir, metric, target)
-    if res.error:
-        raise ValueError(f"{run_dir}: {res.error} (the run logged no test phase yet)")
-    scalars = read_scalars(run_dir / LOG_FILE)
-    absolute = None
-    if (run_dir / ABSOLUTE_FILE).is_file():
-        absolute = json.loads((run_dir / ABSOLUTE_FILE).read_text(encoding="utf-8"))
+def run_from_record(record: dict[str, Any], metric: str, target: float, source: Path) -> Run:
+    """The :class:`Run` of a record (read from ``source``): its ``metric`` curve summarised as the sweep's
+    summary does (:func:`summarize_curve`). A record without a ``metric`` test phase is a ``ValueError``."""
+    curves = record["curves"]
+    res = summarize_curve(record["task"], int(record["seed"]), source, _pairs(curves.get(metric, [])), target)
+    if not res.curve:
+        held = ", ".join(curves) or "none"
+        raise ValueError(f"{source}: no {metric!r} test phase (the run logged none yet; test curves: {held})")
+    task = record.get("sweep_task") or {}
     return Run(
-        env=_env_name(cfg),
+        env=str(record["env"]),
         task=res.map_name,
-        alg=str(cfg["alg"]),
+        alg=str(record["alg"]),
         seed=res.seed,
-        run_dir=run_dir,
-        test_nepisode=int(cfg["log"]["test_nepisode"]),
+        run_dir=Path(source),
+        test_nepisode=int(record["test_nepisode"]),
         curve=res.curve,
         final=res.final,
         steps_to=res.steps_to,
         budget=res.curve[-1][0],
-        extra={k: scalars.get(k, []) for k in (RETURN_KEY,)},
-        absolute=absolute,
+        extra={k: _pairs(curves.get(k, [])) for k in (RETURN_KEY,)},
+        absolute=record.get("absolute"),
+        started=float(task.get("started", math.nan)),
+        finished=float(task.get("finished", math.nan)),
     )
+
+
+def _pairs(curve: list[Any]) -> list[tuple[int, float]]:
+    return [(int(t), float(v)) for t, v in curve]
+
+
+def load_run(run_dir: Path, metric: str, target: float) -> Run:
+    """Read one run folder (its config, its ``metric`` curve and the cached absolute metric), or one run
+    record file; both go through :func:`run_from_record`, so a folder and its record give the same Run."""
+    run_dir = Path(run_dir)
+    if run_dir.is_file():
+        return run_from_record(read_record(run_dir), metric, target, run_dir)
+    return run_from_record(record_from_run_dir(run_dir, (metric, RETURN_KEY)), metric, target, run_dir)
 
 
 def compute_absolute(run_dir: Path, n_envs: int = 8, seed: int = 54321) -> dict[str, Any] | None:
@@ -165,22 +196,33 @@ def load_runs(
     n_envs: int = 8,
     min_steps: int = 0,
 ) -> tuple[list[Run], list[str]]:
-    """Every readable run below ``roots`` and a list of notes on the folders skipped. With ``absolute``,
-    runs without a cached absolute metric are evaluated now (MindSpore, the env: minutes on SMAC).
-    ``min_steps`` leaves out runs whose last test phase came before it (runs still going, or cut short)."""
+    """Every readable run below ``roots`` (run folders and run records) and a list of notes on those skipped.
+    With ``absolute``, runs without a cached absolute metric are evaluated now (MindSpore, the env: minutes on
+    SMAC; a record has no checkpoint to evaluate). ``min_steps`` leaves out runs whose last test phase came
+    before it (runs still going, or cut short). A record that cannot be read is an error (``RecordError``),
+    and a run found twice (a run folder and its record) is counted once, the run folder first."""
     runs, skipped = [], []
-    for d in find_run_dirs(roots):
+    seen: dict[tuple[Any, ...], Path] = {}
+    for d in sorted(find_run_dirs(roots), key=lambda d: (d.is_file(), d)):
         try:
             run = load_run(d, metric, target)
+        except RecordError:
+            raise
         except (ValueError, KeyError, OSError) as err:
             skipped.append(f"{d}: {err}")
             continue
+        key = (run.env, run.task, run.alg, run.seed, tuple(run.curve))
+        if key in seen:
+            skipped.append(f"{d}: the same run as {seen[key]}, counted once")
+            continue
+        seen[key] = d
         if run.budget < min_steps:
             skipped.append(f"{d}: left out, its last test phase is at {run.budget:,} steps (< {min_steps:,})")
             continue
         if absolute and run.absolute is None:
-            run.absolute = compute_absolute(d, n_envs=n_envs)
+            run.absolute = None if d.is_file() else compute_absolute(d, n_envs=n_envs)
             if run.absolute is None:
-                skipped.append(f"{d}: no checkpoint, so no absolute metric")
+                why = "a run record keeps no checkpoint" if d.is_file() else "no checkpoint"
+                skipped.append(f"{d}: {why}, so no absolute metric")
         runs.append(run)
-    return runs, skipped
+    return sorted(runs, key=lambda r: r.run_dir), skipped

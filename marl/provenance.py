@@ -1,0 +1,90 @@
+"""Where a run's numbers came from: the code's git commit, the package versions and the machine, appended to
+``<run>/provenance.jsonl`` at every launch and resume (one JSON object a line), and carried into the run's
+record (:mod:`marl.report.records`), so that a committed result names the code and machine that made it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+PROVENANCE_FILE = "provenance.jsonl"
+_ROOT = Path(__file__).resolve().parents[1]  # the checkout that holds the package, when it is one
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux ``/proc/cpuinfo``), or the platform's processor string."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def code_version(root: Path = _ROOT) -> dict[str, Any]:
+    """``{"commit", "dirty"}`` of the git checkout at ``root`` (``dirty``: tracked files changed since the
+    commit); ``{"commit": None}`` when the package is not run from a git checkout."""
+    try:
+        git = ["git", "-C", str(root)]
+        commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        if commit.returncode != 0:
+            return {"commit": None}
+        porcelain = [*git, "status", "--porcelain", "--untracked-files=no"]
+        status = subprocess.run(porcelain, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return {"commit": None}
+    return {"commit": commit.stdout.strip(), "dirty": bool(status.stdout.strip())}
+
+
+def _versions() -> dict[str, str]:
+    """Versions of Python and of the packages a run's numbers depend on (those already imported)."""
+    out = {"python": platform.python_version()}
+    for name in ("mindspore", "numpy", "numba", "ray"):
+        mod = sys.modules.get(name)
+        if mod is not None and hasattr(mod, "__version__"):
+            out[name] = str(mod.__version__)
+    return out
+
+
+def provenance(event: str) -> dict[str, Any]:
+    """One provenance entry: ``event`` (``start`` or ``resume``), UTC time, code, versions and machine."""
+    return {
+        "event": event,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **code_version(),
+        "versions": _versions(),
+        "machine": {"cpu": cpu_model(), "nproc": os.cpu_count()},
+    }
+
+
+def append_provenance(run_dir: Path, event: str) -> dict[str, Any]:
+    """Append :func:`provenance` of ``event`` to ``run_dir``'s :data:`PROVENANCE_FILE`; returns the entry."""
+    entry = provenance(event)
+    with open(Path(run_dir) / PROVENANCE_FILE, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(entry) + "\n")
+    return entry
+
+
+def read_provenance(run_dir: Path) -> list[dict[str, Any]]:
+    """Every entry of ``run_dir``'s :data:`PROVENANCE_FILE` (none when the run predates it); lines that do
+    not parse (a crash mid-write) are skipped."""
+    path = Path(run_dir) / PROVENANCE_FILE
+    if not path.is_file():
+        return []
+    entries = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries
