@@ -62,7 +62,7 @@ def test_update_in_row_parts_equals_the_one_graph_update(
         for k in a:
             assert g[k] == pytest.approx(a[k], rel=1e-5, abs=1e-6), (i, k)
     # Adam divides by sqrt(v): where an element's gradient is near 0, a rounding difference in it can move
-    # that element by up to a good part of one lr step (seen on an Intel Xeon: 1 of 12,288 weights 6.3e-5 off).
+    # that element by a good part of one lr step (on an Intel Xeon: 1 of 12,288 weights was 6.3e-5 off).
     # So nearly every weight agrees to 1e-5, and none is off by more than a tenth of the two steps' lr.
     w1, w2 = (np.concatenate([p.asnumpy().ravel() for p in q.params]) for q in (one, parts))
     off = np.abs(w2 - w1) > 1e-5 + 1e-5 * np.abs(w1)
