@@ -12,7 +12,8 @@ point and the closest pair of units).
     python benchmarks/spawn_layout.py --backend sc2 --json game.json          # on a machine with the game
     .venv/bin/python benchmarks/spawn_layout.py --compare game.json     # the engine beside the game
 
-``--compare`` reads a file written with ``--backend sc2`` and reports, per map and unit, how far the
+``--compare`` reads a file written with ``--backend sc2`` (or by ``recorded_spawns.py`` from episodes
+recorded on the game: 3m in ``results/recorded_spawns.md``) and reports, per map and unit, how far the
 engine's mean start position is from that of its counterpart on the game (units of a type paired by the
 closest assignment, since the game orders SMAC's agents by type and position). ``--backend sc2`` has not
 been run here: the game cannot be installed on this project's machines.
