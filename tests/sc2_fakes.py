@@ -112,7 +112,7 @@ def encode_grid_1bit(grid_xy: np.ndarray) -> bytes:
     return np.packbits(np.asarray(grid_xy, dtype=bool).T.reshape(-1)).tobytes()
 
 
-def game_info(map_size=(32, 32), grid_xy=None, height_xy=None, playable=((0, 0), (32, 32))):
+def game_info(map_size=(32, 32), grid_xy=None, height_xy=None, playable=((2, 2), (30, 30))):
     """A real ``ResponseGameInfo`` with ``start_raw`` map size, playable area, pathing grid and heights."""
     mx, my = map_size
     grid_xy = np.ones((mx, my), dtype=bool) if grid_xy is None else grid_xy

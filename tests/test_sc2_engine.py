@@ -430,6 +430,26 @@ def test_game_spec_uses_the_games_grid():
     np.testing.assert_array_equal(gs.pathing_grid, grid)
     assert gs.terrain_height.shape == (32, 32) and gs.terrain_height[0, 0] == pytest.approx(128 / 255)
     assert gs.ally_types == spec.ally_types and gs.map_size == (32, 32)
+    assert gs.extent == (28.0, 28.0)  # the fake reports SMAC's playable area, (2, 2)-(30, 30)
+
+
+def test_state_divides_positions_by_the_games_playable_area(caplog):
+    # SMAC's get_state: (x - map_x / 2) / max_distance_x, the playable area's width the game reports
+    spec = load_map("3m")
+    table = make_table(spec, np.random.default_rng(4))
+    info = game_info(grid_xy=spec.pathing_grid, playable=((1, 3), (31, 27)))  # 30 x 24, not the file's
+    units = units_from_table(spec, table, lambda o, i: 100 * o + i + 1)
+    launcher = FakeLauncher(lambda: FakeController(lambda: units, info=info))
+    with caplog.at_level("WARNING"):
+        env = StarCraft2Env("3m", engine=Sc2Engine(spec, launcher=launcher))
+        _, state = env.reset()
+    assert "playable area is (30.0, 24.0), the map file's (28.0, 28.0)" in caplog.text
+    assert env.spec.extent == (30.0, 24.0)
+    rows = state[:12].reshape(3, 4)  # allies [health, cooldown, x, y]
+    want = (table.allies.pos - 16) / [30, 24]
+    np.testing.assert_allclose(
+        rows[np.lexsort(rows[:, 2:].T[::-1])][:, 2:], want[np.lexsort(want.T[::-1])], rtol=1e-5
+    )
 
 
 # ---------------------------------------------------------------- same SMAC features from both engines

@@ -201,8 +201,14 @@ def test_state_layout_3m():
     last = np.zeros((3, 9))
     last[0, 6], last[1, 1] = 1, 1
     s = f.state(t, last, 5)
-    np.testing.assert_allclose(s[:12].reshape(3, 4), [[1, 0.5, -0.25, 0], [0.2, 1, 0.125, -0.1875], [0] * 4])
-    np.testing.assert_allclose(s[12:21].reshape(3, 3), [[1, 0.25, 0], [0.5, 0, 0], [1, -0.5, -0.5]])
+    # positions from the map's centre (16, 16) over the playable extent, 28 (SMAC's max_distance_x), not 32
+    w = 28
+    np.testing.assert_allclose(
+        s[:12].reshape(3, 4), [[1, 0.5, -8 / w, 0], [0.2, 1, 4 / w, -6 / w], [0] * 4], rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        s[12:21].reshape(3, 3), [[1, 8 / w, 0], [0.5, 0, 0], [1, -16 / w, -16 / w]], rtol=1e-6
+    )
     np.testing.assert_array_equal(s[21:].reshape(3, 9), last)
     s2 = SmacFeatures(spec, SmacOptions(state_timestep_number=True)).state(t, last, 15)
     assert s2.shape == (49,) and s2[-1] == pytest.approx(15 / 60)

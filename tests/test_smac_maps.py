@@ -150,6 +150,12 @@ def _raw(name: str = "3m") -> dict:
         (lambda r: r["arena"]["walkable"].append({"circle": [1, 2]}), "must be {rect"),
         (lambda r: r.update(enemy_order={"kind": "attack_move"}), "takes 1 point"),
         (lambda r: r.pop("episode_limit"), "missing key"),
+        (
+            lambda r: r.update(playable_extent=[28, 33]),
+            r"playable_extent\[1\] is 33; it must be in \(0, map_size",
+        ),
+        (lambda r: r.update(playable_extent=[0, 28]), r"playable_extent\[0\] is 0"),
+        (lambda r: r.update(playable_extent=28), "playable_extent must be"),
     ],
 )
 def test_validation_errors(edit, message):
@@ -157,6 +163,18 @@ def test_validation_errors(edit, message):
     edit(raw)
     with pytest.raises(ValueError, match=message):
         parse_map(raw, source="bad.yaml")
+
+
+def test_playable_extent_is_smacs_28_on_every_map_and_can_be_given():
+    # every SMAC map is 32 x 32 with a 28 x 28 playable area (docs/fidelity.md, source D and the map files)
+    assert {(load_map(m).map_size, load_map(m).extent) for m in list_maps()} == {((32, 32), (28.0, 28.0))}
+    raw = copy.deepcopy(_raw())
+    raw["playable_extent"] = [30, 26.5]
+    assert parse_map(raw).extent == (30.0, 26.5)
+    raw = copy.deepcopy(_raw())
+    raw.update(map_size=[40, 32], playable_extent=None)
+    raw.pop("playable_extent")
+    assert parse_map(raw).extent == (36.0, 28.0)  # the same 2-cell trim a side by default
 
 
 def test_polygon_rasterisation_uses_cell_centres():

@@ -97,6 +97,10 @@ def test_agents_sorted_like_smacv2_and_types_in_obs() -> None:
         np.testing.assert_allclose(o[-5:-3], pos[i] / 32.0, rtol=1e-6)  # obs_own_pos
     d = env.get_state_dict()  # the same bits close each unit's state row, enemies included
     np.testing.assert_array_equal(d["allies"][:, -3:], np.eye(3)[[bit[u] for u in team]])
+    # the state's positions: from the map's centre over the playable area, 28 (SMACv2's get_state)
+    np.testing.assert_allclose(d["allies"][:, 2:4], (pos - 16.0) / 28.0, rtol=1e-5)
+    enemy_pos = env.unit_table.enemies.pos
+    np.testing.assert_allclose(d["enemies"][:, 1:3], (enemy_pos - 16.0) / 28.0, rtol=1e-5)
     np.testing.assert_array_equal(
         d["enemies"][:, -3:], np.eye(3)[[bit[u] for u in env.get_stats()["enemy_team"]]]
     )

@@ -66,6 +66,8 @@ def observe_kernel(
     dirs,
     map_x,
     map_y,
+    ext_x,
+    ext_y,
     episode_limit,
     all_health,
     own_health,
@@ -184,8 +186,8 @@ def observe_kernel(
         if state.shape[1] > 0:
             fill_state(
                 e, n, pos, health, shield, cooldown, energy, h, last_action, steps, medivac, ally_onehot,
-                enemy_onehot, ally_max_shield, enemy_max_shield, ally_max_cd, map_x, map_y, episode_limit,
-                state_last, state_time, s_a, s_e, no_fov, False, state[e],
+                enemy_onehot, ally_max_shield, enemy_max_shield, ally_max_cd, map_x, map_y, ext_x, ext_y,
+                episode_limit, state_last, state_time, s_a, s_e, no_fov, False, state[e],
             )  # fmt: skip
 
 
@@ -209,6 +211,8 @@ def fill_state(
     ally_max_cd,
     map_x,
     map_y,
+    ext_x,
+    ext_y,
     episode_limit,
     state_last,
     state_time,
@@ -219,7 +223,9 @@ def fill_state(
     st,
 ):
     """SMAC's state of env ``e`` into ``st`` (S,), zeroed by the caller (layout as features.py); ``h`` (U,)
-    health maxima, the per-unit arrays are this env's. With ``conic`` (SMACv2's conic_fov) each agent's row
+    health maxima, the per-unit arrays are this env's. Positions are taken from the map's centre
+    (``map_x / 2``, ``map_y / 2``) and divided by the playable area's width and height ``ext_x``, ``ext_y``
+    (SMAC's ``max_distance_x``/``_y``). With ``conic`` (SMACv2's conic_fov) each agent's row
     also holds its field-of-view direction ``fov`` (n, 2) after its shield."""
     m = pos.shape[1] - n
     A = last_action.shape[2]
@@ -233,8 +239,8 @@ def fill_state(
             base = i * fsa
             st[base] = health[e, i] / h[i]
             st[base + 1] = (energy[e, i] if medivac[i] else cooldown[e, i]) / ally_max_cd[i]
-            st[base + 2] = (pos[e, i, 0] - cx) / map_x
-            st[base + 3] = (pos[e, i, 1] - cy) / map_y
+            st[base + 2] = (pos[e, i, 0] - cx) / ext_x
+            st[base + 3] = (pos[e, i, 1] - cy) / ext_y
             if s_a:
                 st[base + 4] = shield[e, i] / ally_max_shield[i]
             if conic:
@@ -248,8 +254,8 @@ def fill_state(
         if health[e, k] > 0:
             base = off + j * fse
             st[base] = health[e, k] / h[k]
-            st[base + 1] = (pos[e, k, 0] - cx) / map_x
-            st[base + 2] = (pos[e, k, 1] - cy) / map_y
+            st[base + 1] = (pos[e, k, 0] - cx) / ext_x
+            st[base + 2] = (pos[e, k, 1] - cy) / ext_y
             if s_e:
                 st[base + 3] = shield[e, k] / enemy_max_shield[j]
             for t in range(b):

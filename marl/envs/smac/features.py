@@ -74,6 +74,8 @@ class SmacFeatures(NumpyFeatures):
             self._move_dirs,
             float(self.map_x),
             float(self.map_y),
+            float(self.ext_x),
+            float(self.ext_y),
             spec.episode_limit,
             o.obs_all_health,
             o.own_health,

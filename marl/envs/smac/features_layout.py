@@ -185,7 +185,9 @@ class FeatureLayout:
         self._pad_hi = np.array(self._walk_in.shape) - 1
         self._move_dirs = (MOVE_AMOUNT / 2) * _DIRS
         self._centre = np.array([self.map_x / 2, self.map_y / 2])
-        self._size = np.array([self.map_x, self.map_y], dtype=float)
+        # SMAC's get_state: (x - map_x / 2) / max_distance_x, the playable area's width (docs/fidelity.md)
+        self.ext_x, self.ext_y = spec.extent
+        self._extent = np.array([self.ext_x, self.ext_y], dtype=float)
         o = opts
         self.move_size = 4 + 8 * o.obs_pathing_grid + 9 * o.obs_terrain_height
         self.enemy_feat_size = 4 + self.bits + o.obs_all_health * (1 + self.s_e)

@@ -146,7 +146,7 @@ class NumpyFeatures(FeatureLayout):
             alive, hfrac = u.health > 0, u.health / u.health_max
         else:
             alive, hfrac = geo.alive, geo.hfrac
-        rel = (u.pos - self._centre) / self._size
+        rel = (u.pos - self._centre) / self._extent
         out = np.empty((E, self.state_size), dtype=np.float32)
         out[:] = self._state_template  # the type one-hots (zero elsewhere)
         ally = out[:, : n * fa].reshape(E, n, fa)

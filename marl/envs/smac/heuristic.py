@@ -23,7 +23,7 @@ def heuristic_actions(
     per-agent loop: scripted allies are a debugging aid, not a hot path.
     """
     n = f.n_agents
-    no_target = float(np.hypot(f.map_x, f.map_y))
+    no_target = float(np.hypot(f.ext_x, f.ext_y))  # SMAC: hypot(max_distance_x, max_distance_y)
     actions = np.zeros((u.n_envs, n), dtype=np.int64)
     marauder = np.array([t == "marauder" for t in f.spec.ally_types])
     hmax = np.broadcast_to(u.health_max, u.health.shape)

@@ -6,6 +6,8 @@ the enemy groups (enemy-id order), the enemy order at spawn and the walkable are
     arena:
       walkable: [{rect: [x0, y0, x1, y1]}, {polygon: [[x, y], ...]}]
       blocked:  [{rect: ...}]            # optional, removed from the walkable union
+    map_size: [32, 32]                   # optional (every SMAC map is 32 x 32)
+    playable_extent: [28, 28]            # optional: the playable area SMAC's state divides by
 
 The loader rasterises the arena into ``MapSpec.pathing_grid`` (bool, shape (map_x, map_y), indexed
 ``[x][y]``): cell (i, j) is walkable iff its centre (i + 0.5, j + 0.5) is inside some walkable shape and
@@ -22,7 +24,15 @@ from typing import Any
 import numpy as np
 import yaml
 
-from marl.envs.smac.types import MAP_TYPES, RACES, UNIT_NAMES, EnemyOrder, MapSpec, UnitGroup
+from marl.envs.smac.types import (
+    MAP_TYPES,
+    RACES,
+    UNIT_NAMES,
+    EnemyOrder,
+    MapSpec,
+    UnitGroup,
+    default_extent,
+)
 
 # The map files live in the repository's maps/; map_files is a link to it, so that a wheel (`pip install .`)
 # carries them (pyproject.toml's package-data).
@@ -40,8 +50,9 @@ _TOP_KEYS = {
     "enemy_order",
     "arena",
     "map_size",
+    "playable_extent",
 }
-_REQUIRED = _TOP_KEYS - {"description", "map_size"}
+_REQUIRED = _TOP_KEYS - {"description", "map_size", "playable_extent"}
 _ORDER_KINDS = {"attack_move": 1, "attack_move_between": 2, "attack_group": 0, "attack_nearest": 0, "none": 0}
 
 
@@ -124,6 +135,17 @@ def _groups(chk: _Checker, raw: Any, where: str) -> tuple[UnitGroup, ...]:
     return tuple(out)
 
 
+def _extent(chk: _Checker, raw: Any, map_size: tuple[int, int]) -> tuple[float, float]:
+    """The playable area's (width, height): the file's ``playable_extent`` or the SMAC maps' trim of
+    ``map_size`` (types.default_extent); each in (0, map size]."""
+    extent = default_extent(map_size) if raw is None else chk.point(raw, "playable_extent")
+    for axis, (w, size) in enumerate(zip(extent, map_size, strict=True)):
+        if not 0 < w <= size:
+            given = f"playable_extent[{axis}] is {w:g}" if raw is not None else f"the default extent {extent}"
+            chk.fail(f"{given}; it must be in (0, map_size[{axis}] = {size}] (set playable_extent: [w, h])")
+    return extent
+
+
 def _order(chk: _Checker, raw: Any) -> EnemyOrder:
     chk.keys(raw, "enemy_order", {"kind", "target", "target2"}, {"kind"})
     kind = chk.choice(raw["kind"], "enemy_order.kind", tuple(_ORDER_KINDS))
@@ -198,6 +220,7 @@ def parse_map(raw: Any, source: str = "<map>") -> MapSpec:
         n_types = len({g.unit for g in groups})
         if bits > 0 and n_types > bits:
             chk.fail(f"{side} have {n_types} unit types but unit_type_bits is {bits}")
+    extent = _extent(chk, raw.get("playable_extent"), map_size)
     grid = rasterise_arena(chk, raw["arena"], map_size)
     order = _order(chk, raw["enemy_order"])
     points = [(f"allies spawn {g.unit}", g.spawn) for g in allies]
@@ -224,4 +247,5 @@ def parse_map(raw: Any, source: str = "<map>") -> MapSpec:
         pathing_grid=grid,
         map_size=map_size,
         description=description.strip(),
+        playable_extent=extent,
     )

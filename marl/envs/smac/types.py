@@ -28,6 +28,19 @@ UNIT_NAMES = (
     "baneling",
     "spine_crawler",
 )
+
+# The game reports every SMAC map's playable area (``playable_area`` in ``ResponseGameInfo.start_raw``) as
+# its stored size less 2 cells on each side: 28 x 28 on 3m (measured from recorded games, docs/fidelity.md
+# source D), and every SMAC map file and SMACv2's 32x32_flat stores the same size and bounds (32 x 32,
+# (0, 0)-(32, 32)); that the same trim holds on maps of another size is our extrapolation.
+PLAYABLE_TRIM = 4
+
+
+def default_extent(map_size: tuple[int, int]) -> tuple[float, float]:
+    """The playable area's (width, height) of a map of ``map_size`` whose file does not give one."""
+    return (float(map_size[0] - PLAYABLE_TRIM), float(map_size[1] - PLAYABLE_TRIM))
+
+
 RACES = ("T", "P", "Z")
 MAP_TYPES = (
     "marines",
@@ -92,6 +105,8 @@ class MapSpec:
 
     ``allies`` are listed in agent-id order (SMAC sorts agents by unit type); ``enemies`` in enemy-id
     order. ``pathing_grid`` is a (map_x, map_y) bool array, ``True`` where a ground unit may walk.
+    ``playable_extent`` is the playable area's (width, height), SMAC's ``max_distance_x``/``_y``: the
+    global state divides positions by it (None: :func:`default_extent` of ``map_size``).
     """
 
     name: str
@@ -107,6 +122,12 @@ class MapSpec:
     map_size: tuple[int, int] = (32, 32)
     terrain_height: np.ndarray | None = field(default=None, repr=False, compare=False)
     description: str = ""
+    playable_extent: tuple[float, float] | None = None
+
+    @property
+    def extent(self) -> tuple[float, float]:
+        """The playable area's (width, height): the divisor of the state's positions (SMAC's get_state)."""
+        return self.playable_extent if self.playable_extent is not None else default_extent(self.map_size)
 
     @property
     def n_agents(self) -> int:

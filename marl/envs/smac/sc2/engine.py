@@ -176,12 +176,17 @@ class Sc2Engine:
         return {"restarts": self.restarts, "launches": self.launches}
 
     def game_spec(self) -> MapSpec:
-        """The map file's spec with the pathing grid and terrain height the game reported (after reset)."""
+        """The map file's spec with the pathing grid, terrain height, size and playable area the game reported
+        (after reset)."""
         if self.game_map is None:
             raise RuntimeError("the game has not been launched yet; call reset() first")
         g = self.game_map
         return dataclasses.replace(
-            self.spec, pathing_grid=g.pathing_grid, terrain_height=g.terrain_height, map_size=g.map_size
+            self.spec,
+            pathing_grid=g.pathing_grid,
+            terrain_height=g.terrain_height,
+            map_size=g.map_size,
+            playable_extent=g.max_distance,
         )
 
     def save_replay(self, replay_dir: str | Path = "replays", prefix: str | None = None) -> str:
@@ -238,6 +243,13 @@ class Sc2Engine:
         self._fresh = True
 
     def _check_map(self, g: GameMap) -> None:
+        if g.max_distance != tuple(self.spec.extent):
+            log.warning(
+                "%s: the game's playable area is %s, the map file's %s (the state divides positions by it)",
+                self.spec.name,
+                g.max_distance,
+                self.spec.extent,
+            )
         if g.map_size != tuple(self.spec.map_size):
             log.warning(
                 "%s: the game's map is %s, the map file says %s",

@@ -177,7 +177,11 @@ class SMACv2Env(StarCraft2Env):
         if self._game_map is not None:
             g = self._game_map
             self.spec = dataclasses.replace(
-                self.spec, pathing_grid=g.pathing_grid, terrain_height=g.terrain_height, map_size=g.map_size
+                self.spec,
+                pathing_grid=g.pathing_grid,
+                terrain_height=g.terrain_height,
+                map_size=g.map_size,
+                playable_extent=g.playable_extent,
             )
         self._episode_features()
         self._engine = self._make_engine(engine_seed)
@@ -205,7 +209,7 @@ class SMACv2Env(StarCraft2Env):
         self._game_map = spec
         self.spec = spec
         self._episode_features()
-        self._fast.set_map(spec.pathing_grid, spec.terrain_height)
+        self._fast.set_map(spec.pathing_grid, spec.terrain_height, spec.extent)
 
     def _make_engine(self, seed: int) -> Any:
         if self.backend == "sc2":
@@ -270,7 +274,8 @@ class SMACv2Env(StarCraft2Env):
         sp, fov = self.spec, ob.fov if self.v2.conic_fov else None
         self._state = v2_state(
             pos, health, u.health_max, shield, u.cooldown[0], u.energy[0], sp.ally_types, sp.enemy_types,
-            f.ally_onehot, f.enemy_onehot, ob.medivac, fov, self.last_action, frac, sp.map_size, ob.shield,
+            f.ally_onehot, f.enemy_onehot, ob.medivac, fov, self.last_action, frac, sp.map_size, sp.extent,
+            ob.shield,
             self.opts,
         )  # fmt: skip
 

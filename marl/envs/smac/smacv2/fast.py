@@ -21,7 +21,7 @@ from marl.envs.smac.smacv2.fast_kernels import (
 from marl.envs.smac.smacv2.features import V2Flags, unit_ranges, v2_sizes
 from marl.envs.smac.smacv2.reference import engine_actions, turn_fov
 from marl.envs.smac.threads import resolve_threads, with_threads
-from marl.envs.smac.types import MEDIVAC_MAP_TYPES
+from marl.envs.smac.types import MEDIVAC_MAP_TYPES, default_extent
 
 
 class V2Features:
@@ -91,10 +91,17 @@ class V2Features:
         )
         self.set_map(np.ones(map_size, dtype=bool))  # SMACv2's 32x32_flat: flat, walkable (docs/smacv2.md)
 
-    def set_map(self, pathing_grid: np.ndarray, terrain_height: np.ndarray | None = None) -> None:
-        """The map the observations read: its size, pathing grid and heights, [x][y] (the game reports them;
-        the embedded engine uses a flat, walkable map)."""
+    def set_map(
+        self,
+        pathing_grid: np.ndarray,
+        terrain_height: np.ndarray | None = None,
+        extent: tuple[float, float] | None = None,
+    ) -> None:
+        """The map the observations read: its size, pathing grid and heights, [x][y], and the playable area's
+        (width, height) the state divides by (None: types.default_extent of the grid's size); the game
+        reports them, the embedded engine uses a flat, walkable 32 x 32 map with a 28 x 28 playable area."""
         grid = np.asarray(pathing_grid, dtype=bool)
+        ext_x, ext_y = default_extent(grid.shape) if extent is None else extent
         height = np.zeros(grid.shape) if terrain_height is None else np.asarray(terrain_height, dtype=float)
         self._shared = (
             _padded(grid, False, bool),  # moves off the map are unavailable
@@ -105,6 +112,8 @@ class V2Features:
             (MOVE_AMOUNT / 2) * _DIRS,
             float(grid.shape[0]),
             float(grid.shape[1]),
+            float(ext_x),
+            float(ext_y),
             *self._options,
         )
 

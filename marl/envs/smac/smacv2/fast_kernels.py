@@ -217,9 +217,9 @@ def _observe_env(e, n, per_env, shared, true_avail, dist, dx, dy, seen, order, a
     (pos, health, shield, cooldown, energy, hmax, last_action, steps, medivac, ally_onehot, enemy_onehot,
      ally_max_shield, enemy_max_shield, ally_max_cd, sight, shoot, obs_enemies, tag_owner,
      rng, fov) = per_env  # fmt: skip
-    (walk_in, walk_out, height, pad, surround, dirs, map_x, map_y, episode_limit, all_health, own_health,
-     obs_last, obs_path, obs_height, obs_time, state_last, state_time, s, own_pos, prob, fully_obs,
-     action_mask, n_fov, half, conic) = shared  # fmt: skip
+    (walk_in, walk_out, height, pad, surround, dirs, map_x, map_y, ext_x, ext_y, episode_limit, all_health,
+     own_health, obs_last, obs_path, obs_height, obs_time, state_last, state_time, s, own_pos, prob,
+     fully_obs, action_mask, n_fov, half, conic) = shared  # fmt: skip
     avail[e] = 0
     obs[e] = 0.0
     _epo_bookkeeping(e, n, health, steps, obs_enemies, tag_owner)
@@ -250,7 +250,7 @@ def _observe_env(e, n, per_env, shared, true_avail, dist, dx, dy, seen, order, a
         fill_state(
             e, n, pos, health, shield, cooldown, energy, hmax[e], last_action, steps, medivac[e],
             ally_onehot[e], enemy_onehot[e], ally_max_shield[e], enemy_max_shield[e], ally_max_cd[e],
-            map_x, map_y, episode_limit, state_last, state_time, s, s, fov[e], conic, state[e],
+            map_x, map_y, ext_x, ext_y, episode_limit, state_last, state_time, s, s, fov[e], conic, state[e],
         )  # fmt: skip
 
 

@@ -78,15 +78,17 @@ def v2_state(
     last_action: np.ndarray,
     step_frac: float,
     map_size: tuple[float, float],
+    extent: tuple[float, float],
     shields: bool,
     opts: SmacOptions,
 ) -> np.ndarray:
     """SMACv2's ``get_state`` of one env (float32): per living ally [health, energy (a healing Medivac) or
-    cooldown over the type's maximum, x and y from the centre over the map size, (shield), (field-of-view
-    direction), type bits], per living enemy [health, x, y, (shield), type bits], then the last actions and
-    the time step when on. ``pos`` (U, 2) etc. list allies then enemies; ``fov`` (n, 2) or None."""
+    cooldown over the type's maximum, x and y from the map's centre over the playable ``extent``, (shield),
+    (field-of-view direction), type bits], per living enemy [health, x, y, (shield), type bits], then the last
+    actions and the time step when on. ``pos`` (U, 2) etc. list allies then enemies; ``fov`` (n, 2) or
+    None."""
     n, m = len(ally_types), len(enemy_types)
-    centre, size = np.asarray(map_size, dtype=float) / 2, np.asarray(map_size, dtype=float)
+    centre, size = np.asarray(map_size, dtype=float) / 2, np.asarray(extent, dtype=float)
     b = ally_onehot.shape[1]
     s = int(shields)
     nf_al = 4 + s + (2 if fov is not None else 0) + b
