@@ -24,8 +24,8 @@ from recorded_episodes import (  # noqa: E402
     stitch,
     unpack,
 )
-from replay_engine import LOST, _pairing, replay  # noqa: E402
-from replay_recorded import divergence, engine_stats, main  # noqa: E402
+from replay_engine import LOST, _pairing, divergence, replay  # noqa: E402
+from replay_recorded import engine_stats, main  # noqa: E402
 from test_recorded_spawns import _record, _state_3m, _write  # noqa: E402
 
 from marl.envs.smac.maps import load_map  # noqa: E402
