@@ -181,3 +181,24 @@ def test_a_record_carries_the_runs_provenance(tmp_path):
     (run / "config.yaml").write_text(yaml.safe_dump({**cfg, "results_dir": str(tmp_path / "sweeps" / "s1")}))
     assert record_from_run_dir(run)["config"]["results_dir"] == "s1"  # no machine path in a record
     assert code_version(tmp_path) == {"commit": None}  # not a git checkout: said, not guessed
+
+
+def test_the_report_names_the_code_of_each_row(tmp_path):
+    runs = []
+    for seed, lines in enumerate(
+        (
+            [{"commit": "a" * 40, "dirty": False}, {"commit": "b" * 40, "dirty": True}],
+            [{"commit": "a" * 40, "dirty": False}],
+        )
+    ):
+        run = fake_run(tmp_path / f"r{seed}", "qmix", "m1", seed, [(0, 0.0), (400, 0.5)])
+        (run / PROVENANCE_FILE).write_text("".join(json.dumps({"event": "start", **p}) + "\n" for p in lines))
+        runs.append(load_run(run, "test_win_rate", 0.95))
+    assert runs[0].code == ("aaaaaaa", "bbbbbbb+") and runs[1].code == ("aaaaaaa",)
+    bare = load_run(fake_run(tmp_path / "r9", "qmix", "m2", 0, [(0, 0.0), (400, 0.5)]), "test_win_rate", 0.95)
+    assert bare.code == ()  # no provenance: nothing invented
+    result = analyse([*runs, bare], "test_win_rate", 0.95, reps=50)
+    assert [r["code"] for r in result["rows"]] == [["aaaaaaa", "bbbbbbb+"], []]
+    rows = [line for line in markdown_tables(result).splitlines() if line.startswith("| ")]
+    assert rows[0].endswith("| code |")
+    assert rows[1].endswith("| aaaaaaa, bbbbbbb+ |") and rows[2].endswith("| — |")

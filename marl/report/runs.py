@@ -82,6 +82,19 @@ class Run:
     absolute: dict[str, Any] | None = None  # the cached ABSOLUTE_FILE, when there is one
     started: float = math.nan  # wall-clock start and end of the sweep's task (its result.json), if any
     finished: float = math.nan
+    code: tuple[str, ...] = ()  # the code of each launch and resume (provenance): short commit, "+" if dirty
+
+
+def code_of(provenance: list[dict[str, Any]] | None) -> tuple[str, ...]:
+    """The distinct code versions a run's provenance names, in launch order: the commit's first 7 characters,
+    ``+`` when tracked files had changed, ``?`` for a launch outside a git checkout."""
+    out: list[str] = []
+    for entry in provenance or ():
+        commit = entry.get("commit")
+        name = (commit[:7] + ("+" if entry.get("dirty") else "")) if commit else "?"
+        if name not in out:
+            out.append(name)
+    return tuple(out)
 
 
 def is_run_dir(folder: Path) -> bool:
@@ -146,6 +159,7 @@ def run_from_record(record: dict[str, Any], metric: str, target: float, source: 
         absolute=record.get("absolute"),
         started=float(task.get("started", math.nan)),
         finished=float(task.get("finished", math.nan)),
+        code=code_of(record.get("provenance")),
     )
 
 

@@ -50,6 +50,7 @@ def analyse(
             "steps_to": stats.iqm_and_mean({"x": steps[:, None]}, reps, seed)["x"],
             "reached": len(rs) - censored,
             "budget_min": min(r.budget for r in rs),
+            "code": sorted({c for r in rs for c in r.code}),
         }
         absolute = [r.absolute for r in rs if r.absolute is not None]
         row["absolute"] = None
@@ -110,11 +111,12 @@ def markdown_tables(result: dict[str, Any], heading: str = "###") -> str:
         f"{PROTOCOL_SEEDS}{'; a one-seed CI is that seed' if 1 in all_n else ''}), each with its "
         f"95 % stratified bootstrap CI ({result['reps']:,} resamples, rliable). Steps to the target: a run "
         "that never reached it counts its whole budget, so such a cell (marked ≥) is a lower bound. "
-        "Absolute: the best checkpoint re-evaluated over 10× the test episodes.",
+        "Absolute: the best checkpoint re-evaluated over 10× the test episodes. Code: the commits the "
+        "runs were launched from (their provenance; + where files differed from the commit).",
         "",
         "| env | map | alg | seeds | final IQM | final mean | steps to target IQM | steps mean | reached "
-        "| absolute IQM | absolute mean |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| absolute IQM | absolute mean | code |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         censored = r["reached"] < len(r["seeds"])
@@ -134,6 +136,7 @@ def markdown_tables(result: dict[str, Any], heading: str = "###") -> str:
             f"{r['reached']}/{len(r['seeds'])}",
             abs_iqm,
             abs_mean,
+            ", ".join(r.get("code") or ()) or "—",  # reports written before provenance have none
         ]
         lines.append("| " + " | ".join(cells) + " |")
     if result["poi"]:
