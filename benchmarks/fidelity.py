@@ -36,6 +36,7 @@ from marl.envs.smac import StarCraft2Env  # noqa: E402
 from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
 from marl.envs.smac.features import UNIT_MAX_HEALTH_SHIELD  # noqa: E402
 from marl.envs.smac.maps import list_maps, load_map  # noqa: E402
+from marl.envs.smac.sim.variants import parse_rules  # noqa: E402
 
 POLICIES = ("heuristic", "random", "stop")
 LARGE = {"25m": 200, "27m_vs_30m": 200, "bane_vs_bane": 200, "2c_vs_64zg": 200, "so_many_baneling": 200}
@@ -105,12 +106,17 @@ def play_batched(
             steps[again] = 0
 
 
-def run_sim(map_name: str, policy: str, episodes: int, seed: int, n_envs: int = 32) -> dict[str, np.ndarray]:
-    """Play ``episodes`` episodes on the embedded engine; per-episode outcome arrays."""
+def run_sim(
+    map_name: str, policy: str, episodes: int, seed: int, n_envs: int = 32, sim_rules: str = ""
+) -> dict[str, np.ndarray]:
+    """Play ``episodes`` episodes on the embedded engine (``sim_rules``: candidate targeting rules of
+    ``marl/envs/smac/sim/variants.py`` instead of the engine's); per-episode outcome arrays."""
     spec = load_map(map_name)
     n = spec.n_agents
     shield_max = np.array([UNIT_MAX_HEALTH_SHIELD[t][1] for t in spec.enemy_types], dtype=float)
-    env = BatchedStarCraft2Env(map_name, min(n_envs, episodes), seed, heuristic_ai=policy == "heuristic")
+    env = BatchedStarCraft2Env(
+        map_name, min(n_envs, episodes), seed, heuristic_ai=policy == "heuristic", sim_rules=sim_rules
+    )
     rng = np.random.default_rng(seed)
     out = {k: [] for k in ("won", "length", "allies_alive", "enemies_alive", "enemy_health_left")}
 
@@ -220,8 +226,21 @@ def main() -> None:
     ap.add_argument("--backend", default="sim", choices=tuple(BACKENDS))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--note", default="")
+    ap.add_argument(
+        "--sim-rules",
+        default="",
+        help="candidate targeting rules of the built-in AI instead of the engine's (sim/variants.py, e.g. "
+        "'noretaliate', the engine's rule before 2026-11-27); embedded engine only",
+    )
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "fidelity.md"))
     args = ap.parse_args()
+    if args.sim_rules and args.backend != "sim":
+        ap.error(f"--sim-rules changes the embedded engine's targeting; --backend {args.backend} has its own")
+    if args.sim_rules:
+        try:
+            parse_rules(args.sim_rules)
+        except ValueError as err:
+            ap.error(str(err))
     maps = args.maps or (list_maps() if args.backend != "smaclite" else list(SMACLITE_MAPS))
     published = yaml.safe_load(PUBLISHED.read_text())
     heur_pub = published_heuristic(published)
@@ -231,7 +250,10 @@ def main() -> None:
         for policy in args.policies:
             episodes = min(args.episodes, LARGE.get(name, args.episodes))
             t = time.time()
-            r = BACKENDS[args.backend](name, policy, episodes, args.seed)
+            if args.sim_rules:
+                r = run_sim(name, policy, episodes, args.seed, sim_rules=args.sim_rules)
+            else:
+                r = BACKENDS[args.backend](name, policy, episodes, args.seed)
             s = summarize(r)
             rows.append((name, policy, s))
             print(
@@ -251,6 +273,8 @@ def main() -> None:
     ]
     if args.note:
         lines.append(f"- note: {args.note}")
+    if args.sim_rules:
+        lines.append(f"- targeting: candidate rules `{args.sim_rules}` (sim/variants.py), not the engine's")
     if CRASHES:
         crashed = "; ".join(CRASHES)
         lines.append(f"- SMAClite raised in {len(CRASHES)} episodes, each replaced by a new one: {crashed}")

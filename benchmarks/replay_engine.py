@@ -6,7 +6,8 @@ allies' order point ``S_OX``/``S_OY``, which an idle unit keeps at its own posit
 and the enemies' attack-move order are the reset's. Ally ``i`` and enemy ``j`` of the engine then stand
 where SMAC's agent ``i`` and enemy ``j`` stood, so the recorded ids need no mapping. With the engine's own
 spawns (``placed=False``) the recorded units are paired with the engine's by the closest assignment of
-their first positions. Nothing under ``marl/`` is changed.
+their first positions. Nothing under ``marl/`` is changed; the engine's candidate targeting rules
+(``marl/envs/smac/sim/variants.py``, not its default) can be chosen per replay.
 """
 
 from __future__ import annotations
@@ -56,17 +57,24 @@ def _pairing(rec_K2: np.ndarray, eng_K2: np.ndarray) -> np.ndarray:
 
 
 def replay(
-    episodes: list[Episode], spec: MapSpec, extent: float, placed: bool = True, seeds: int = 1, seed: int = 0
+    episodes: list[Episode],
+    spec: MapSpec,
+    extent: float,
+    placed: bool = True,
+    seeds: int = 1,
+    seed: int = 0,
+    rules: np.ndarray | None = None,
 ) -> Replays:
     """Step the engine with each episode's recorded ally actions (``seeds`` replays per episode).
 
     An action the engine does not allow at that moment (SMAC's available actions, ``avail_actions``) is
     replaced by no-op, which keeps the unit's current order in the engine, and counted by cause. When the
-    recorded actions run out before the engine's episode ends, every ally no-ops until it ends.
+    recorded actions run out before the engine's episode ends, every ally no-ops until it ends. ``rules``:
+    candidate targeting rules of the enemies (``variants.parse_rules``; ``None``: the engine's default).
     """
     n, m = spec.n_agents, spec.n_enemies
     R, L = len(episodes) * seeds, spec.episode_limit
-    eng = BatchedSimEngine(spec, R, seed)
+    eng = BatchedSimEngine(spec, R, seed, rules=rules)
     eng.reset()
     centre = np.asarray(spec.map_size, dtype=float) / 2
     amap = np.tile(np.arange(n), (R, 1))

@@ -41,6 +41,7 @@ from recorded_episodes import (  # noqa: E402
 from replay_engine import DIVERGENCE_STEPS, SUBS, TIMEOUT, WON, Replays, divergence, replay  # noqa: E402
 
 from marl.envs.smac.maps import load_map  # noqa: E402
+from marl.envs.smac.sim.variants import parse_rules  # noqa: E402
 
 METHOD = """## Method
 
@@ -225,7 +226,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None, help="write the Markdown report here")
     ap.add_argument("--json", type=Path, default=None, help="write the numbers as JSON here")
+    ap.add_argument(
+        "--variant",
+        default="default",
+        help="the enemies' candidate targeting rules, e.g. scan4+noretaliate "
+        "(marl/envs/smac/sim/variants.py; "
+        "not the engine's default)",
+    )
     a = ap.parse_args(argv)
+    rules = parse_rules(a.variant)
     spec = load_map(a.map)
     n, m = spec.n_agents, spec.n_enemies
     episodes, found = stitch(sequences(sorted(a.files)), n, 6 + m)
@@ -236,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = {"game (recorded)": outcome_rows(game, 1)}
     agree, div, subs = {}, {}, {}
     for label, placed in (("engine, recorded spawns", True), ("engine, own spawns", False)):
-        reps = replay(episodes, spec, a.extent, placed=placed, seeds=a.seeds, seed=a.seed)
+        reps = replay(episodes, spec, a.extent, placed=placed, seeds=a.seeds, seed=a.seed, rules=rules)
         st = engine_stats(reps, n)
         rows[label] = outcome_rows(st, a.seeds)
         rows[label]["target_split"] = cluster_bootstrap(_grouped(reps.target_split_R, a.seeds))
@@ -255,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{found['orphans']} sequences without an episode start; {found['no_terminal']} episodes without "
         f"a final discount of 0); {a.seeds} engine replays per episode and spawn kind, seed {a.seed}",
     }
+    if rules.any():
+        meta["targeting rules"] = f"{a.variant} (a candidate, not the engine's default)"
     text = report(meta, rows, agree, div, subs)
     print(text)
     if a.out:

@@ -7,8 +7,12 @@ centre to centre; a zealot's scan reach against a marine is 5.875, its weapon re
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from marl.envs.smac.sim.units import S_HP, S_TGT, S_X, S_Y
+from marl.envs.smac.maps import load_map
+from marl.envs.smac.sim.engine import BatchedSimEngine, SimEngine
+from marl.envs.smac.sim.units import S_CD, S_HP, S_TGT, S_X, S_Y
+from marl.envs.smac.sim.variants import R_DELAY, R_NO_RETALIATE, R_RANDOM, R_SCAN, R_SHARED, parse_rules
 from tests.test_sim_engine import engine, spec_of
 
 STOP, ATTACK_ENEMY_0 = 1, 6
@@ -57,16 +61,20 @@ def test_a_dead_target_is_replaced_by_the_closest_threat():
     assert S[2, S_TGT] == 1
 
 
-def test_being_attacked_does_not_switch_the_target():
-    eng, S = two_marines_one_enemy()
-    place(S, 0, 11.5)  # 4.5 away: the enemy's target
-    place(S, 1, 30.0, 30.0)
-    eng.step(np.array([STOP, STOP]))
-    assert S[2, S_TGT] == 0
-    place(S, 1, 10.8)  # 5.2 away, in its own range: it attacks the enemy for two steps
-    for _ in range(2):
-        tab = eng.step(np.array([STOP, ATTACK_ENEMY_0]))
-    assert tab.enemies.health[0] < 45 and S[2, S_TGT] == 0
+def test_being_attacked_switches_the_target_only_to_an_attacker_within_scan_range():
+    # retaliation (kernel._fresh_attacker): the attacker must stand within the enemy's scan reach
+    # (marine 5 + both radii); a stalker hits from 6.8 (its reach 6 + 0.625 + 0.375 = 7.0), beyond 6.0
+    for far, switched in ((False, True), (True, False)):
+        eng, S = engine(spec_of([("marine", 1, (9, 16)), ("stalker", 1, (9, 16))], [("marine", 1, (16, 16))]))
+        place(S, 2, 16.0)
+        place(S, 0, 11.5)  # 4.5 away: the enemy's target
+        place(S, 1, 30.0, 30.0)
+        eng.step(np.array([STOP, STOP]))
+        assert S[2, S_TGT] == 0
+        place(S, 1, 9.2 if far else 11.0)  # 6.8 or 5.0 away
+        for _ in range(2):
+            tab = eng.step(np.array([STOP, ATTACK_ENEMY_0]))
+        assert tab.enemies.health[0] < 45 and S[2, S_TGT] == (1 if switched else 0)
 
 
 def test_a_threat_entering_weapon_range_replaces_a_non_threat_target():
@@ -93,3 +101,92 @@ def test_a_unit_with_nothing_in_scan_range_responds_to_its_attacker():
             assert tab.enemies.health[0] < 45 and S[1, S_TGT] == 0 and S[1, S_X] < 16.0
         else:
             assert S[1, S_TGT] == -1 and S[1, S_X] == 16.0
+
+
+# ---------------------------------------------------------------- candidate rules (sim/variants.py)
+# None is the engine's default; each test shows a rule changing what the default does in a small set-up.
+
+
+def ruled(spec, rules: str | None, seed: int = 0):
+    """A one-env engine with the candidate rules ``rules`` (None: the default engine), reset."""
+    eng = SimEngine(spec, seed, rules=None if rules is None else parse_rules(rules))
+    eng.reset()
+    return eng, eng._batch.S[0]
+
+
+def test_rule_names_parse_and_all_zero_rules_run_the_default_kernel():
+    assert not parse_rules("default").any()
+    r = parse_rules("scan4+shared+noretaliate+delay2")
+    assert (r[R_SCAN], r[R_SHARED], r[R_NO_RETALIATE], r[R_DELAY], r[R_RANDOM]) == (4, 1, 1, 2, 0)
+    for bad in ("scan", "noretaliate2", "retaliate", "focus", "shared"):
+        with pytest.raises(ValueError):
+            parse_rules(bad)
+    assert (
+        SimEngine(
+            spec_of([("marine", 1, (9, 16))], [("marine", 1, (16, 16))]), 0, rules=parse_rules("")
+        )._batch.rules
+        is None
+    )
+
+
+def test_a_no_op_rule_reproduces_the_default_engine_bit_for_bit():
+    spec = load_map("3m")
+    a, b = BatchedSimEngine(spec, 4, 3), BatchedSimEngine(spec, 4, 3, rules=parse_rules("scan1"))
+    a.reset(), b.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        act = np.where(a.avail_actions(), rng.random(a.avail_actions().shape), -1).argmax(-1)
+        a.step(act), b.step(act)
+    assert np.array_equal(a.S, b.S) and np.array_equal(a.rng, b.rng)
+
+
+@pytest.mark.parametrize("rules", [None, "noretaliate"])
+def test_a_hit_enemy_switches_to_its_attacker_unless_retaliation_is_off(rules):
+    eng, S = ruled(spec_of([("marine", 2, (9, 16))], [("marine", 1, (16, 16))]), rules)
+    place(S, 2, 16.0)
+    place(S, 0, 11.5)  # 4.5 away: the enemy's target
+    place(S, 1, 30.0, 30.0)
+    eng.step(np.array([STOP, STOP]))
+    assert S[2, S_TGT] == 0
+    place(S, 1, 10.8)  # 5.2 away, in its own range and the enemy's scan range: it attacks the enemy
+    for _ in range(2):
+        eng.step(np.array([STOP, ATTACK_ENEMY_0]))
+    assert S[2, S_HP] < 45 and S[2, S_TGT] == (1 if rules is None else 0)
+
+
+def test_random_choice_picks_a_farther_candidate_sometimes_the_default_never():
+    spec = spec_of([("marine", 2, (9, 16))], [("marine", 1, (16, 16))])
+    picks = {None: set(), "random": set()}
+    for rules in picks:
+        for seed in range(12):
+            eng, S = ruled(spec, rules, seed)
+            place(S, 2, 16.0)
+            place(S, 0, 12.0)  # 4.0 away
+            place(S, 1, 11.0)  # 5.0 away: both within scan reach 5.75
+            eng.step(np.array([STOP, STOP]))
+            picks[rules].add(int(S[2, S_TGT]))
+    assert picks[None] == {0} and picks["random"] == {0, 1}
+
+
+def test_an_acquire_delay_holds_the_first_shot_back():
+    spec = spec_of([("marine", 1, (9, 16))], [("marine", 1, (16, 16))])
+    for rules, hit in ((None, True), ("delay8", False)):
+        eng, S = ruled(spec, rules)
+        place(S, 1, 16.0)
+        place(S, 0, 12.0)  # in weapon range at once
+        eng.step(np.array([STOP]))
+        assert S[1, S_TGT] == 0 and (S[0, S_HP] < 45) == hit
+
+
+def test_periodic_scans_spread_the_first_shot_over_loops():
+    # the enemy's cooldown left after one step tells the loop of its first shot
+    spec = spec_of([("marine", 1, (9, 16))], [("marine", 1, (16, 16))])
+    left = {None: set(), "scan8": set()}
+    for rules in left:
+        for seed in range(16):
+            eng, S = ruled(spec, rules, seed)
+            place(S, 1, 16.0)
+            place(S, 0, 12.0)
+            eng.step(np.array([STOP]))
+            left[rules].add(float(S[1, S_CD]))
+    assert max(left["scan8"]) > max(left[None])

@@ -18,6 +18,7 @@ from marl.envs.smac.features import N_ACTIONS_NO_ATTACK, RUNNING, SmacFeatures, 
 from marl.envs.smac.fused import fused_reset, fused_step
 from marl.envs.smac.maps import load_map
 from marl.envs.smac.sim.engine import BatchedSimEngine
+from marl.envs.smac.sim.variants import parse_rules
 
 _ACTION_NAMES = ("no-op", "stop", "move north", "move south", "move east", "move west")
 
@@ -30,6 +31,8 @@ class BatchedStarCraft2Env:
     ``threads`` spreads the envs over that many cores (0 = all; ``marl/envs/smac/threads.py``); results do
     not depend on it. ``fused`` (default) steps in one compiled call (``marl/envs/smac/fused.py``);
     ``fused=False`` runs the readable reference, stage by stage, with the same results bit for bit.
+    ``sim_rules`` names candidate targeting rules of the built-in AI (``sim/variants.py``, e.g.
+    ``"noretaliate"``; not the engine's rules, for sensitivity studies; they step stage by stage).
     """
 
     fused = False  # subclasses that do not call this __init__ (SMACv2) step stage by stage
@@ -43,17 +46,19 @@ class BatchedStarCraft2Env:
         seed: int | None = None,
         threads: int = 1,
         fused: bool = True,
+        sim_rules: str = "",
         **smac_flags: Any,
     ) -> None:
         if int(n_envs) < 1:
             raise ValueError(f"n_envs must be >= 1, got {n_envs}")
+        rules = parse_rules(sim_rules)
         self.map_name = map_name
-        self.fused = bool(fused)
+        self.fused = bool(fused) and not rules.any()  # the fused step runs the engine's own rules only
         self.spec = load_map(map_name)
         self.opts = SmacOptions.from_flags(**smac_flags)
         self.features = f = SmacFeatures(self.spec, self.opts, threads=threads)
         self.episode_limit = self.spec.episode_limit
-        self.engine = BatchedSimEngine(self.spec, int(n_envs), seed, threads)
+        self.engine = BatchedSimEngine(self.spec, int(n_envs), seed, threads, rules=rules)
         self._hmax = self.engine.health_max.reshape(1, -1).astype(np.float64)  # the fused step's (1, U)
         self.max_reward = max_reward(self.spec, self.opts)  # replaced by the engine's maxima at first reset
         self._max_reward_from_table = False

@@ -53,6 +53,7 @@ from marl.envs.smac.sim.units import (
     SHIELD,
     type_ids,
 )
+from marl.envs.smac.sim.variants import N_V, sim_step_rules
 from marl.envs.smac.threads import resolve_threads, with_threads
 from marl.envs.smac.types import MEDIVAC_MAP_TYPES, MapSpec, SideTable, UnitTable
 
@@ -194,7 +195,16 @@ class BatchedUnitTable:
 class BatchedSimEngine:
     """``n_envs`` independent copies of one map stepped together by one compiled call."""
 
-    def __init__(self, spec: MapSpec, n_envs: int, seed: int | None = None, threads: int = 1):
+    def __init__(
+        self,
+        spec: MapSpec,
+        n_envs: int,
+        seed: int | None = None,
+        threads: int = 1,
+        rules: np.ndarray | None = None,
+    ):
+        """``rules``: candidate targeting rules (``variants.parse_rules``; not the default, see
+        :mod:`~marl.envs.smac.sim.variants`); ``None`` or all zero runs the default engine unchanged."""
         if n_envs < 1:
             raise ValueError(f"n_envs must be >= 1, got {n_envs}")
         self.threads = resolve_threads(threads)
@@ -224,6 +234,8 @@ class BatchedSimEngine:
         self.rng = np.zeros(e, dtype=np.uint64)
         self.health_max = PROPS[self.utype, 0].copy()
         self.shield_max = PROPS[self.utype, SHIELD].copy()
+        self.rules = None if rules is None or not np.any(rules) else np.asarray(rules, dtype=np.int64)
+        self.V = None if self.rules is None else np.full((e, u, N_V), -1.0)  # the rules' unit state
         self.seed(seed)
 
     def seed(self, seed: int | None) -> None:
@@ -253,6 +265,8 @@ class BatchedSimEngine:
         mask = np.asarray(mask, dtype=np.bool_)
         if mask.shape != (self.n_envs,):
             raise ValueError(f"mask must have shape ({self.n_envs},), got {mask.shape}")
+        if self.V is not None:
+            self.V[mask] = -1.0
         sim_reset(
             mask,
             self.n_agents,
@@ -297,18 +311,23 @@ class BatchedSimEngine:
                 f"env {rows[k]} got {sub[k, i]}"
             )
         if idx is None:
-            self._sim_step(a, self.S, self.rng)
+            self._sim_step(a, self.S, self.rng, self.V)
         elif len(idx):  # the envs are independent: step a compact copy of the chosen ones, write it back
             S, rng = self.S[idx], self.rng[idx]
-            self._sim_step(sub, S, rng)
+            V = None if self.V is None else self.V[idx]
+            self._sim_step(sub, S, rng, V)
             self.S[idx], self.rng[idx] = S, rng
+            if V is not None:
+                self.V[idx] = V
         return self.snapshot()
 
-    def _sim_step(self, actions: np.ndarray, S: np.ndarray, rng: np.ndarray) -> None:
+    def _sim_step(self, actions: np.ndarray, S: np.ndarray, rng: np.ndarray, V: np.ndarray | None) -> None:
         """One compiled step of the envs in ``S``: across ``self.threads`` threads when there are several
-        envs, else serially (same results either way)."""
+        envs, else serially (same results either way); with candidate rules, serially on their kernel."""
         args = (actions, self.n_agents, PROPS, self.utype, self.grid, self.nav, self._order, S, rng)
-        if self.threads > 1 and S.shape[0] > 1:
+        if self.rules is not None:
+            sim_step_rules(*args, self.rules, V)
+        elif self.threads > 1 and S.shape[0] > 1:
             with_threads(self.threads, sim_step_parallel, *args)
         else:
             sim_step(*args)
@@ -334,8 +353,8 @@ class BatchedSimEngine:
 class SimEngine:
     """One env of the embedded engine: the contract used by ``StarCraft2Env`` (a batch of one)."""
 
-    def __init__(self, spec: MapSpec, seed: int | None = None):
-        self._batch = BatchedSimEngine(spec, 1, seed)
+    def __init__(self, spec: MapSpec, seed: int | None = None, rules: np.ndarray | None = None):
+        self._batch = BatchedSimEngine(spec, 1, seed, rules=rules)
         self.spec = spec
 
     def reset(self) -> UnitTable:

@@ -149,6 +149,27 @@ def _acquire(e, i, na, props, utype, S):
     return best
 
 
+@njit(cache=True, inline="always")
+def _fresh_attacker(e, i, na, props, utype, S):
+    """The ally that hit enemy ``i`` since its last update, if it lives, ``i`` can hit it and it stands within
+    ``i``'s scan range; else -1.  The retaliation switch (docs/fidelity.md, "Targeting rules"): measured on
+    the game (D: the game's 3m episodes replayed, fire spreads over the allies from the second volley on
+    only with it) and in line with SMAC's note that stock units attack the units that attack them
+    (Response: Acquire); Liquipedia's page (L) has a unit keep its target instead, and the exact form
+    (which hits count, how long it lasts) is our reading."""
+    if S[e, i, S_SINCE] != 1.0:  # a hit resets S_SINCE to 0; the unit's own update adds 1 before it acts
+        return -1
+    la = int(S[e, i, S_LA])
+    if (
+        0 <= la < na
+        and S[e, la, S_HP] > 0.0
+        and can_hit(props, utype, i, la)
+        and dist(e, i, la, S) <= reach(props, utype, i, la, ACQUIRE)
+    ):
+        return la
+    return -1
+
+
 @njit(cache=True)
 def _threat_in_weapon_range(e, i, na, props, utype, S):
     """Whether any living threat (see :func:`_is_threat`) stands within ``i``'s weapon reach."""
@@ -211,8 +232,9 @@ def _enemy_act(e, i, na, props, utype, grid, nav, S, rng):
     closing in on a target it acquired in its scan range re-runs the acquisition every loop (it keeps the
     same target while that one stays the best by the criteria).  (c): the only priority that separates
     allies here is the threat class, so a non-threat target (a Medivac) is dropped when a threat is within
-    weapon range.  Being attacked does not by itself change a target the unit keeps (no source found for a
-    retaliation switch); it matters only to a unit with no target in scan range (see :func:`_acquire`).
+    weapon range.  Retaliation: a unit hit since its last update switches to its attacker when that one is
+    within scan range (:func:`_fresh_attacker`; from the game's recorded episodes, D, against L's "keep");
+    with no candidate in scan range it walks to its last attacker (see :func:`_acquire`).
     An attack in progress runs to its end first (:func:`_wind_up`).
     """
     if S[e, i, S_WU] > 0.0:
@@ -233,6 +255,9 @@ def _enemy_act(e, i, na, props, utype, grid, nav, S, rng):
             or (not _is_threat(props, utype, t, i) and _threat_in_weapon_range(e, i, na, props, utype, S))
         ):
             t = -1
+    hit_by = _fresh_attacker(e, i, na, props, utype, S)
+    if hit_by >= 0:
+        t = hit_by
     if t < 0:
         t = _acquire(e, i, na, props, utype, S)
     S[e, i, S_TGT] = t

@@ -102,8 +102,8 @@ def check_actions(actions, na, n_act, props, utype):
 
 
 @njit(cache=True)
-def _step_env(e, actions, na, props, utype, grid, nav, enemy_order, S, rng, buf, idx, perm):
-    """Issue env ``e``'s SMAC actions as orders, then simulate its 8 game loops (scratch: buf, idx, perm)."""
+def _issue_orders(e, actions, na, props, utype, enemy_order, S):
+    """Turn env ``e``'s SMAC actions into orders, then the map's per-step enemy orders (if any)."""
     u = S.shape[1]
     for i in range(na):
         a = actions[e, i]
@@ -129,12 +129,25 @@ def _step_env(e, actions, na, props, utype, grid, nav, enemy_order, S, rng, buf,
             for k in range(na, u):
                 S[e, k, S_OX] = cx
                 S[e, k, S_OY] = cy
+
+
+@njit(cache=True)
+def _shuffle(e, u, rng, perm):
+    """A fresh update order of the ``u`` units in ``perm`` (Fisher-Yates on env ``e``'s stream)."""
+    for k in range(u):
+        perm[k] = k
+    for k in range(u - 1, 0, -1):
+        j = rand_int(rng, e, k + 1)
+        perm[k], perm[j] = perm[j], perm[k]
+
+
+@njit(cache=True)
+def _step_env(e, actions, na, props, utype, grid, nav, enemy_order, S, rng, buf, idx, perm):
+    """Issue env ``e``'s SMAC actions as orders, then simulate its 8 game loops (scratch: buf, idx, perm)."""
+    u = S.shape[1]
+    _issue_orders(e, actions, na, props, utype, enemy_order, S)
     for _ in range(LOOPS_PER_STEP):
-        for k in range(u):  # Fisher-Yates: a fresh update order every loop
-            perm[k] = k
-        for k in range(u - 1, 0, -1):
-            j = rand_int(rng, e, k + 1)
-            perm[k], perm[j] = perm[j], perm[k]
+        _shuffle(e, u, rng, perm)  # a fresh update order every loop
         for k in range(u):
             i = perm[k]
             if S[e, i, S_ML] > 0.0:  # its missile in flight, which flies on after its launcher's death

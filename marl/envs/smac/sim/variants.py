@@ -1,0 +1,224 @@
+"""Candidate targeting rules of the built-in AI, for fitting the engine to recorded games (NOT the default).
+
+The default engine (``kernel._enemy_act``) never runs this module: :class:`~marl.envs.smac.sim.engine.
+BatchedSimEngine` uses :func:`sim_step_rules` only when built with a non-zero ``rules`` array, so default
+results stay bit-identical and pay nothing.  The rules are data (an int64 array the compiled code receives),
+never a module-level switch, so Numba's on-disk cache cannot serve a stale variant.
+
+``rules[R_*]`` (0 everywhere = the default rules, run by this module's code):
+
+* ``R_SCAN`` k > 1: an enemy without a target searches for one only every k loops, with a random phase per
+  unit (drawn from the env's stream at its first loop); meanwhile it keeps walking to its goal.
+* ``R_SHARED`` 1 (with ``R_SCAN``): one scan clock per env instead of one per unit: all its enemies search
+  on the same loops, with a random phase per env (drawn at its first loop after a reset).
+* ``R_RANDOM`` 1: a uniformly random candidate of the best class instead of the closest.
+* ``R_NO_RETALIATE`` 1: no retaliation switch (the engine's rule before 2026-11-27: a hit enemy keeps its
+  target; ``kernel._fresh_attacker`` is the engine's switch).
+* ``R_THREAT_RANGE`` 1: among threats, those whose own weapon reaches this enemy now come first.
+* ``R_DELAY`` d > 0: after acquiring a new target an enemy walks on (attack-move) for d loops before it
+  approaches and attacks it.
+
+Per-unit state lives in ``V`` (E, U, N_V) float64: the scan countdown (-1: not drawn yet) and the delay
+left; the shared clock is unit 0's scan countdown (an ally's, otherwise unused).  No rule here has a
+source yet; each is a candidate to compare with the recorded episodes (``benchmarks/targeting_fit.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from marl.envs.smac.sim.kernel import (
+    AMOVE,
+    ATTACK,
+    IDLE,
+    _ally_act,
+    _enemy_healer,
+    _fresh_attacker,
+    _is_threat,
+    _push,
+    _regen,
+    _threat_in_weapon_range,
+)
+from marl.envs.smac.sim.physics import can_hit, dist, rand_int, reach, step_toward
+from marl.envs.smac.sim.stepper import _issue_orders, _shuffle
+from marl.envs.smac.sim.units import (
+    ACQUIRE,
+    HEALER,
+    LOOPS_PER_STEP,
+    RANGE,
+    S_HP,
+    S_LA,
+    S_ML,
+    S_OK,
+    S_OX,
+    S_OY,
+    S_TGT,
+    S_WU,
+    SPEED,
+)
+from marl.envs.smac.sim.weapons import _attack, _missile, _wind_up
+
+R_SCAN, R_RANDOM, R_NO_RETALIATE, R_THREAT_RANGE, R_DELAY, R_SHARED = 0, 1, 2, 3, 4, 5
+N_RULES = 6
+V_SCAN, V_DELAY = 0, 1
+N_V = 2
+
+_KEYS = {"scan": R_SCAN, "random": R_RANDOM, "noretaliate": R_NO_RETALIATE, "threat_range": R_THREAT_RANGE}
+_KEYS.update(delay=R_DELAY, shared=R_SHARED)
+
+
+def parse_rules(text: str) -> np.ndarray:
+    """Rules from a name such as ``"scan4+noretaliate"`` or ``"delay2"`` (``"default"``: all zero).
+
+    Parts are joined by ``+``; ``scan`` and ``delay`` take a number of loops, the others none; ``shared``
+    needs ``scan``.
+    """
+    rules = np.zeros(N_RULES, dtype=np.int64)
+    if text in ("", "default"):
+        return rules
+    for part in text.split("+"):
+        name = part.rstrip("0123456789")
+        if name not in _KEYS:
+            raise ValueError(f"unknown targeting rule {part!r}; known: {sorted(_KEYS)}")
+        num = part[len(name) :]
+        if (name in ("scan", "delay")) != bool(num):
+            raise ValueError(f"{part!r}: scan and delay take a number of loops, the others none")
+        rules[_KEYS[name]] = int(num) if num else 1
+    if rules[R_SHARED] and rules[R_SCAN] <= 1:
+        raise ValueError("shared needs scan<k> with k > 1")
+    return rules
+
+
+@njit(cache=True)
+def _class(e, i, j, props, utype, S, rules):
+    """Candidate class of ally ``j`` for enemy ``i`` (lower first): threats in their own range, threats,
+    others."""
+    if not _is_threat(props, utype, j, i):
+        return 2
+    if rules[R_THREAT_RANGE] > 0 and dist(e, i, j, S) <= reach(props, utype, j, i, RANGE):
+        return 0
+    return 1
+
+
+@njit(cache=True)
+def _acquire_rules(e, i, na, props, utype, S, rng, rules):
+    """``kernel._acquire`` with the rules: the closest (or a random) candidate of the best class within the
+    scan range, else the last attacker, or -1."""
+    best, best_cls, best_d, count = -1, 3, 1e18, 0
+    for j in range(na):
+        if S[e, j, S_HP] <= 0.0 or not can_hit(props, utype, i, j):
+            continue
+        d = dist(e, i, j, S)
+        if d > reach(props, utype, i, j, ACQUIRE):
+            continue
+        c = _class(e, i, j, props, utype, S, rules)
+        if c < best_cls:
+            best, best_cls, best_d, count = j, c, d, 1
+        elif c == best_cls:
+            count += 1
+            if d < best_d:
+                best, best_d = j, d
+    if best >= 0 and rules[R_RANDOM] > 0 and count > 1:
+        pick = rand_int(rng, e, count)
+        for j in range(na):
+            if S[e, j, S_HP] <= 0.0 or not can_hit(props, utype, i, j):
+                continue
+            if dist(e, i, j, S) > reach(props, utype, i, j, ACQUIRE):
+                continue
+            if _class(e, i, j, props, utype, S, rules) == best_cls:
+                if pick == 0:
+                    return j
+                pick -= 1
+    if best < 0:
+        la = int(S[e, i, S_LA])
+        if 0 <= la < na and S[e, la, S_HP] > 0.0 and can_hit(props, utype, i, la):
+            best = la
+    return best
+
+
+@njit(cache=True)
+def _scan_due(e, i, S, rng, rules, V):
+    """Whether enemy ``i`` may search for a target this loop (every loop unless ``R_SCAN`` > 1)."""
+    k = rules[R_SCAN]
+    if k <= 1:
+        return True
+    if rules[R_SHARED] > 0:
+        return V[e, 0, V_SCAN] == 0.0
+    if V[e, i, V_SCAN] < 0.0:
+        V[e, i, V_SCAN] = rand_int(rng, e, k)
+    due = V[e, i, V_SCAN] == 0.0
+    V[e, i, V_SCAN] = k - 1 if due else V[e, i, V_SCAN] - 1.0
+    return due
+
+
+@njit(cache=True)
+def _enemy_act_rules(e, i, na, props, utype, grid, nav, S, rng, rules, V):
+    """``kernel._enemy_act`` with the candidate rules (see the module docstring)."""
+    due = _scan_due(e, i, S, rng, rules, V)  # the scan clock runs in every loop, wind-ups included
+    if S[e, i, S_WU] > 0.0:
+        _wind_up(e, i, na, props, utype, S)
+        return
+    if S[e, i, S_OK] == ATTACK:
+        t = int(S[e, i, S_TGT])
+        if S[e, t, S_HP] > 0.0:
+            _attack(e, i, t, na, props, utype, grid, nav, S, rng)
+            return
+        S[e, i, S_OK] = IDLE
+        S[e, i, S_TGT] = -1
+    old = int(S[e, i, S_TGT])
+    t = old
+    if t >= 0 and (
+        S[e, t, S_HP] <= 0.0
+        or dist(e, i, t, S) > reach(props, utype, i, t, RANGE)
+        or (not _is_threat(props, utype, t, i) and _threat_in_weapon_range(e, i, na, props, utype, S))
+    ):
+        t = -1
+    hit_by = -1 if rules[R_NO_RETALIATE] > 0 else _fresh_attacker(e, i, na, props, utype, S)
+    if hit_by >= 0:
+        t = hit_by
+    if t < 0 and due:
+        t = _acquire_rules(e, i, na, props, utype, S, rng, rules)
+    if t >= 0 and t != old:
+        V[e, i, V_DELAY] = rules[R_DELAY]
+    S[e, i, S_TGT] = t
+    if t >= 0 and V[e, i, V_DELAY] <= 0.0:
+        _attack(e, i, t, na, props, utype, grid, nav, S, rng)
+        return
+    if t >= 0:
+        V[e, i, V_DELAY] -= 1.0
+    if S[e, i, S_OK] == AMOVE:
+        step_toward(e, i, S[e, i, S_OX], S[e, i, S_OY], props[utype[i], SPEED], S, props, utype, grid, nav)
+
+
+@njit(cache=True)
+def sim_step_rules(actions, na, props, utype, grid, nav, enemy_order, S, rng, rules, V):
+    """``stepper.sim_step`` with the enemies on :func:`_enemy_act_rules` (serial; same order of updates)."""
+    u = S.shape[1]
+    buf = np.empty((u, 4))
+    idx = np.empty(u, dtype=np.int64)
+    perm = np.empty(u, dtype=np.int64)
+    for e in range(S.shape[0]):
+        _issue_orders(e, actions, na, props, utype, enemy_order, S)
+        for _ in range(LOOPS_PER_STEP):
+            if rules[R_SHARED] > 0 and rules[R_SCAN] > 1:  # the env's scan clock: one tick per loop
+                V[e, 0, V_SCAN] = (
+                    rand_int(rng, e, rules[R_SCAN])
+                    if V[e, 0, V_SCAN] < 0.0
+                    else (V[e, 0, V_SCAN] - 1.0) % rules[R_SCAN]
+                )
+            _shuffle(e, u, rng, perm)
+            for k in range(u):
+                i = perm[k]
+                if S[e, i, S_ML] > 0.0:
+                    _missile(e, i, na, props, utype, S)
+                if S[e, i, S_HP] <= 0.0:
+                    continue
+                _regen(e, i, props, utype, S)
+                if i < na:
+                    _ally_act(e, i, na, props, utype, grid, nav, S, rng)
+                elif props[utype[i], HEALER] > 0:
+                    _enemy_healer(e, i, na, props, utype, grid, nav, S)
+                else:
+                    _enemy_act_rules(e, i, na, props, utype, grid, nav, S, rng, rules, V)
+            _push(e, props, utype, grid, S, rng, buf, idx)
