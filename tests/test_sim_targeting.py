@@ -1,4 +1,4 @@
-"""The built-in AI's target choice, rule by rule (sources in kernel._enemy_act and docs/fidelity.md).
+"""The built-in AI's target choice, rule by rule (sources in targeting._enemy_act and docs/fidelity.md).
 
 Marines: weapon reach (range + both radii) 5.75 and scan reach the same (scan range max(5, weapon range)),
 centre to centre; a zealot's scan reach against a marine is 5.875, its weapon reach 0.975.
@@ -62,7 +62,7 @@ def test_a_dead_target_is_replaced_by_the_closest_threat():
 
 
 def test_being_attacked_switches_the_target_only_to_an_attacker_within_scan_range():
-    # retaliation (kernel._fresh_attacker): the attacker must stand within the enemy's scan reach
+    # retaliation (targeting._fresh_attacker): the attacker must stand within the enemy's scan reach
     # (marine 5 + both radii); a stalker hits from 6.8 (its reach 6 + 0.625 + 0.375 = 7.0), beyond 6.0
     for far, switched in ((False, True), (True, False)):
         eng, S = engine(spec_of([("marine", 1, (9, 16)), ("stalker", 1, (9, 16))], [("marine", 1, (16, 16))]))

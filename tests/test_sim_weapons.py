@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from marl.envs.smac.sim import units as U
-from marl.envs.smac.sim.kernel import _ally_act, _enemy_act
+from marl.envs.smac.sim.kernel import _ally_act
 from marl.envs.smac.sim.physics import nav_table, reach
+from marl.envs.smac.sim.targeting import _enemy_act
 from marl.envs.smac.sim.weapons import _missile, _start_attack, _wind_up, flight_loops
 
 GRID = np.ones((32, 32), dtype=np.bool_)

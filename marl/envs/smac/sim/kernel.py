@@ -35,7 +35,6 @@ from marl.envs.smac.sim.physics import (
     try_move,
 )
 from marl.envs.smac.sim.units import (
-    ACQUIRE,
     AIR,
     ATTR,
     BIO,
@@ -53,7 +52,6 @@ from marl.envs.smac.sim.units import (
     S_EN,
     S_HP,
     S_HT,
-    S_LA,
     S_OK,
     S_OX,
     S_OY,
@@ -104,86 +102,6 @@ def _end_heal(e, i, S):
     return prev
 
 
-@njit(cache=True, inline="always")
-def _is_threat(props, utype, j, i):
-    """Whether ally ``j`` is a threat to enemy ``i``: its weapon can return fire (Liquipedia, "Automatic
-    Targeting", criterion 1, first reason).  The page's second reason was not read (every copy we reached
-    stops before it); a public python-sc2 bot that implements the page counts as threats, besides units
-    that can return fire, only some spellcasters and special units (High Templar, Oracle, Disruptor,
-    Widow Mine, Raven, Infestor, Swarm Host, Viper, Lurker), none of which is on SMAC's maps, so no second
-    rule is modelled."""
-    return can_hit(props, utype, j, i) and props[utype[j], HEALER] == 0
-
-
-@njit(cache=True)
-def _acquire(e, i, na, props, utype, S):
-    """Enemy ``i``'s new auto-target among the valid allies within its scan range, else its attacker, or -1.
-
-    Sources: Liquipedia, "Automatic Targeting" (Legacy of the Void rules): candidates are the valid targets
-    within the scan range (``units.ACQUIRE``, edge to edge); criteria in order: (1) threats first, (2) the
-    higher Attack Target Priority (every unit on SMAC's maps has 20, so it never separates allies; no allied
-    structure exists), (3) targets the primary weapon can hit (each unit here has one weapon: ``can_hit``),
-    (4) when the previous target was lost, the closest.  When there was no previous target the page gives no
-    tie-break: no source, the closest is kept (the simplest rule).
-    Response: a stock unit's Response is Acquire, so it attacks a unit that attacks it (SMAC's docs/smac.md,
-    "Environment Settings": its allies are set to No Response precisely to disable this).  When that applies
-    is not in our sources; the simplest rule is kept: with no candidate in scan range, the last living ally
-    that hit this unit (and that its weapon can hit) is the target.
-    """
-    best = -1
-    best_key = 1e18
-    for j in range(na):
-        if S[e, j, S_HP] <= 0.0 or not can_hit(props, utype, i, j):
-            continue
-        d = dist(e, i, j, S)
-        if d > reach(props, utype, i, j, ACQUIRE):
-            continue
-        key = d if _is_threat(props, utype, j, i) else 1e6 + d
-        if key < best_key:
-            best_key = key
-            best = j
-    if best < 0:
-        la = int(S[e, i, S_LA])
-        if 0 <= la < na and S[e, la, S_HP] > 0.0 and can_hit(props, utype, i, la):
-            best = la
-    return best
-
-
-@njit(cache=True, inline="always")
-def _fresh_attacker(e, i, na, props, utype, S):
-    """The ally that hit enemy ``i`` since its last update, if it lives, ``i`` can hit it and it stands within
-    ``i``'s scan range; else -1.  The retaliation switch (docs/fidelity.md, "Targeting rules"): measured on
-    the game (D: the game's 3m episodes replayed, fire spreads over the allies from the second volley on
-    only with it) and in line with SMAC's note that stock units attack the units that attack them
-    (Response: Acquire); Liquipedia's page (L) has a unit keep its target instead, and the exact form
-    (which hits count, how long it lasts) is our reading."""
-    if S[e, i, S_SINCE] != 1.0:  # a hit resets S_SINCE to 0; the unit's own update adds 1 before it acts
-        return -1
-    la = int(S[e, i, S_LA])
-    if (
-        0 <= la < na
-        and S[e, la, S_HP] > 0.0
-        and can_hit(props, utype, i, la)
-        and dist(e, i, la, S) <= reach(props, utype, i, la, ACQUIRE)
-    ):
-        return la
-    return -1
-
-
-@njit(cache=True)
-def _threat_in_weapon_range(e, i, na, props, utype, S):
-    """Whether any living threat (see :func:`_is_threat`) stands within ``i``'s weapon reach."""
-    for j in range(na):
-        if (
-            S[e, j, S_HP] > 0.0
-            and can_hit(props, utype, i, j)
-            and _is_threat(props, utype, j, i)
-            and dist(e, i, j, S) <= reach(props, utype, i, j, RANGE)
-        ):
-            return True
-    return False
-
-
 @njit(cache=True)
 def _enemy_healer(e, i, na, props, utype, grid, nav, S):
     """Enemy Medivac: auto-cast heal on the wounded biological ally with the lowest life fraction, the
@@ -219,52 +137,6 @@ def _enemy_healer(e, i, na, props, utype, grid, nav, S):
         cy /= n
         if math.hypot(cx - S[e, i, S_X], cy - S[e, i, S_Y]) > 2.0:
             step_toward(e, i, cx, cy, props[utype[i], SPEED], S, props, utype, grid, nav)
-
-
-@njit(cache=True)
-def _enemy_act(e, i, na, props, utype, grid, nav, S, rng):
-    """The built-in AI's attack-move: keep the target, or drop it and acquire, else walk to the goal.
-
-    Rules and sources (Liquipedia, "Automatic Targeting", which covers units on attack-move): a target is
-    kept until it (a) stops being a valid target (here: dies), (b) leaves weapon range, or (c) a
-    higher-priority target enters weapon range; then :func:`_acquire` picks the next one within the scan
-    range.  (b) is taken literally: a target beyond weapon range (range + both radii) is dropped, so a unit
-    closing in on a target it acquired in its scan range re-runs the acquisition every loop (it keeps the
-    same target while that one stays the best by the criteria).  (c): the only priority that separates
-    allies here is the threat class, so a non-threat target (a Medivac) is dropped when a threat is within
-    weapon range.  Retaliation: a unit hit since its last update switches to its attacker when that one is
-    within scan range (:func:`_fresh_attacker`; from the game's recorded episodes, D, against L's "keep");
-    with no candidate in scan range it walks to its last attacker (see :func:`_acquire`).
-    An attack in progress runs to its end first (:func:`_wind_up`).
-    """
-    if S[e, i, S_WU] > 0.0:
-        _wind_up(e, i, na, props, utype, S)
-        return
-    if S[e, i, S_OK] == ATTACK:  # an ordered attack (SMACv2's trigger): chase the target until it dies
-        t = int(S[e, i, S_TGT])
-        if S[e, t, S_HP] > 0.0:
-            _attack(e, i, t, na, props, utype, grid, nav, S, rng)
-            return
-        S[e, i, S_OK] = IDLE
-        S[e, i, S_TGT] = -1
-    t = int(S[e, i, S_TGT])
-    if t >= 0:
-        if (
-            S[e, t, S_HP] <= 0.0
-            or dist(e, i, t, S) > reach(props, utype, i, t, RANGE)
-            or (not _is_threat(props, utype, t, i) and _threat_in_weapon_range(e, i, na, props, utype, S))
-        ):
-            t = -1
-    hit_by = _fresh_attacker(e, i, na, props, utype, S)
-    if hit_by >= 0:
-        t = hit_by
-    if t < 0:
-        t = _acquire(e, i, na, props, utype, S)
-    S[e, i, S_TGT] = t
-    if t >= 0:
-        _attack(e, i, t, na, props, utype, grid, nav, S, rng)
-    elif S[e, i, S_OK] == AMOVE:
-        step_toward(e, i, S[e, i, S_OX], S[e, i, S_OY], props[utype[i], SPEED], S, props, utype, grid, nav)
 
 
 @njit(cache=True)

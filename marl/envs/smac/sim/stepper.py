@@ -12,12 +12,12 @@ from marl.envs.smac.sim.kernel import (
     IDLE,
     MOVE,
     _ally_act,
-    _enemy_act,
     _enemy_healer,
     _push,
     _regen,
 )
 from marl.envs.smac.sim.physics import can_hit, rand_int, rand_uniform, walkable
+from marl.envs.smac.sim.targeting import _enemy_act
 from marl.envs.smac.sim.units import (
     AIR,
     CLIFF_WALK,
@@ -141,6 +141,25 @@ def _shuffle(e, u, rng, perm):
         perm[k], perm[j] = perm[j], perm[k]
 
 
+@njit(cache=True, inline="always")
+def _update_unit(e, i, na, props, utype, grid, nav, S, rng):
+    """One loop of unit ``i``: its missile in flight (which flies on after its launcher's death), then, if
+    it lives, regeneration and its action; returns True for an enemy on automatic targeting, whose action
+    (``targeting._enemy_act`` or a candidate rule's) the caller runs."""
+    if S[e, i, S_ML] > 0.0:
+        _missile(e, i, na, props, utype, S)
+    if S[e, i, S_HP] <= 0.0:
+        return False
+    _regen(e, i, props, utype, S)
+    if i < na:
+        _ally_act(e, i, na, props, utype, grid, nav, S, rng)
+    elif props[utype[i], HEALER] > 0:
+        _enemy_healer(e, i, na, props, utype, grid, nav, S)
+    else:
+        return True
+    return False
+
+
 @njit(cache=True)
 def _step_env(e, actions, na, props, utype, grid, nav, enemy_order, S, rng, buf, idx, perm):
     """Issue env ``e``'s SMAC actions as orders, then simulate its 8 game loops (scratch: buf, idx, perm)."""
@@ -150,16 +169,7 @@ def _step_env(e, actions, na, props, utype, grid, nav, enemy_order, S, rng, buf,
         _shuffle(e, u, rng, perm)  # a fresh update order every loop
         for k in range(u):
             i = perm[k]
-            if S[e, i, S_ML] > 0.0:  # its missile in flight, which flies on after its launcher's death
-                _missile(e, i, na, props, utype, S)
-            if S[e, i, S_HP] <= 0.0:
-                continue
-            _regen(e, i, props, utype, S)
-            if i < na:
-                _ally_act(e, i, na, props, utype, grid, nav, S, rng)
-            elif props[utype[i], HEALER] > 0:
-                _enemy_healer(e, i, na, props, utype, grid, nav, S)
-            else:
+            if _update_unit(e, i, na, props, utype, grid, nav, S, rng):
                 _enemy_act(e, i, na, props, utype, grid, nav, S, rng)
         _push(e, props, utype, grid, S, rng, buf, idx)
 

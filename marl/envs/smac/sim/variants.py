@@ -1,6 +1,6 @@
 """Candidate targeting rules of the built-in AI, for fitting the engine to recorded games (NOT the default).
 
-The default engine (``kernel._enemy_act``) never runs this module: :class:`~marl.envs.smac.sim.engine.
+The default engine (``targeting._enemy_act``) never runs this module: :class:`~marl.envs.smac.sim.engine.
 BatchedSimEngine` uses :func:`sim_step_rules` only when built with a non-zero ``rules`` array, so default
 results stay bit-identical and pay nothing.  The rules are data (an int64 array the compiled code receives),
 never a module-level switch, so Numba's on-disk cache cannot serve a stale variant.
@@ -13,7 +13,7 @@ never a module-level switch, so Numba's on-disk cache cannot serve a stale varia
   on the same loops, with a random phase per env (drawn at its first loop after a reset).
 * ``R_RANDOM`` 1: a uniformly random candidate of the best class instead of the closest.
 * ``R_NO_RETALIATE`` 1: no retaliation switch (the engine's rule before 2026-11-27: a hit enemy keeps its
-  target; ``kernel._fresh_attacker`` is the engine's switch).
+  target; ``targeting._fresh_attacker`` is the engine's switch).
 * ``R_THREAT_RANGE`` 1: among threats, those whose own weapon reaches this enemy now come first.
 * ``R_DELAY`` d > 0: after acquiring a new target an enemy walks on (attack-move) for d loops before it
   approaches and attacks it.
@@ -28,36 +28,23 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from marl.envs.smac.sim.kernel import (
-    AMOVE,
-    ATTACK,
-    IDLE,
-    _ally_act,
-    _enemy_healer,
-    _fresh_attacker,
-    _is_threat,
-    _push,
-    _regen,
-    _threat_in_weapon_range,
-)
+from marl.envs.smac.sim.kernel import AMOVE, _push
 from marl.envs.smac.sim.physics import can_hit, dist, rand_int, reach, step_toward
-from marl.envs.smac.sim.stepper import _issue_orders, _shuffle
+from marl.envs.smac.sim.stepper import _issue_orders, _shuffle, _update_unit
+from marl.envs.smac.sim.targeting import _busy, _fresh_attacker, _is_threat, _kept
 from marl.envs.smac.sim.units import (
     ACQUIRE,
-    HEALER,
     LOOPS_PER_STEP,
     RANGE,
     S_HP,
     S_LA,
-    S_ML,
     S_OK,
     S_OX,
     S_OY,
     S_TGT,
-    S_WU,
     SPEED,
 )
-from marl.envs.smac.sim.weapons import _attack, _missile, _wind_up
+from marl.envs.smac.sim.weapons import _attack
 
 R_SCAN, R_RANDOM, R_NO_RETALIATE, R_THREAT_RANGE, R_DELAY, R_SHARED = 0, 1, 2, 3, 4, 5
 N_RULES = 6
@@ -103,7 +90,7 @@ def _class(e, i, j, props, utype, S, rules):
 
 @njit(cache=True)
 def _acquire_rules(e, i, na, props, utype, S, rng, rules):
-    """``kernel._acquire`` with the rules: the closest (or a random) candidate of the best class within the
+    """``targeting._acquire`` with the rules: the closest (or a random) candidate of the best class within the
     scan range, else the last attacker, or -1."""
     best, best_cls, best_d, count = -1, 3, 1e18, 0
     for j in range(na):
@@ -154,26 +141,12 @@ def _scan_due(e, i, S, rng, rules, V):
 
 @njit(cache=True)
 def _enemy_act_rules(e, i, na, props, utype, grid, nav, S, rng, rules, V):
-    """``kernel._enemy_act`` with the candidate rules (see the module docstring)."""
+    """``targeting._enemy_act`` with the candidate rules (see the module docstring)."""
     due = _scan_due(e, i, S, rng, rules, V)  # the scan clock runs in every loop, wind-ups included
-    if S[e, i, S_WU] > 0.0:
-        _wind_up(e, i, na, props, utype, S)
+    if _busy(e, i, na, props, utype, grid, nav, S, rng):
         return
-    if S[e, i, S_OK] == ATTACK:
-        t = int(S[e, i, S_TGT])
-        if S[e, t, S_HP] > 0.0:
-            _attack(e, i, t, na, props, utype, grid, nav, S, rng)
-            return
-        S[e, i, S_OK] = IDLE
-        S[e, i, S_TGT] = -1
     old = int(S[e, i, S_TGT])
-    t = old
-    if t >= 0 and (
-        S[e, t, S_HP] <= 0.0
-        or dist(e, i, t, S) > reach(props, utype, i, t, RANGE)
-        or (not _is_threat(props, utype, t, i) and _threat_in_weapon_range(e, i, na, props, utype, S))
-    ):
-        t = -1
+    t = _kept(e, i, na, props, utype, S)
     hit_by = -1 if rules[R_NO_RETALIATE] > 0 else _fresh_attacker(e, i, na, props, utype, S)
     if hit_by >= 0:
         t = hit_by
@@ -210,15 +183,6 @@ def sim_step_rules(actions, na, props, utype, grid, nav, enemy_order, S, rng, ru
             _shuffle(e, u, rng, perm)
             for k in range(u):
                 i = perm[k]
-                if S[e, i, S_ML] > 0.0:
-                    _missile(e, i, na, props, utype, S)
-                if S[e, i, S_HP] <= 0.0:
-                    continue
-                _regen(e, i, props, utype, S)
-                if i < na:
-                    _ally_act(e, i, na, props, utype, grid, nav, S, rng)
-                elif props[utype[i], HEALER] > 0:
-                    _enemy_healer(e, i, na, props, utype, grid, nav, S)
-                else:
+                if _update_unit(e, i, na, props, utype, grid, nav, S, rng):
                     _enemy_act_rules(e, i, na, props, utype, grid, nav, S, rng, rules, V)
             _push(e, props, utype, grid, S, rng, buf, idx)
