@@ -9,8 +9,8 @@ actions (``replay_engine.py``): once with the units placed where the recording's
 spawns. Reported: the same statistics, per-episode agreement of outcomes, and per-step divergence of
 health and positions. Results: ``benchmarks/results/replay_recorded.md``.
 
-    python benchmarks/replay_recorded.py --map 3m --extent 28 /tmp/rec/executor_sequence_log_*.tfrecord \\
-        --out benchmarks/results/replay_recorded.md --json /tmp/replay_recorded.json
+    python benchmarks/replay_recorded.py --map 3m --extent 28 <data>/executor_sequence_log_*.tfrecord \\
+        --out benchmarks/results/replay_recorded.md --json replay_recorded.json
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ and the distances when the first hit shows. Then the first-volley and outcome st
 candidate against the game's 95 % intervals. Results: ``benchmarks/results/targeting_fit.md`` (its
 sections after the tables are written by hand; a rerun with ``--out`` rewrites only the tables).
 
-    python benchmarks/targeting_fit.py /tmp/rec/executor_sequence_log_*.tfrecord \\
+    python benchmarks/targeting_fit.py <data>/executor_sequence_log_*.tfrecord \\
         --out benchmarks/results/targeting_fit.md
 """
 
