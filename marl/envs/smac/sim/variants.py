@@ -19,8 +19,9 @@ never a module-level switch, so Numba's on-disk cache cannot serve a stale varia
   approaches and attacks it.
 
 Per-unit state lives in ``V`` (E, U, N_V) float64: the scan countdown (-1: not drawn yet) and the delay
-left; the shared clock is unit 0's scan countdown (an ally's, otherwise unused).  No rule here has a
-source yet; each is a candidate to compare with the recorded episodes (``benchmarks/targeting_fit.py``).
+left; the shared clock is unit 0's scan countdown (an ally's, otherwise unused).  None of the timing and
+choice rules has a source; ``noretaliate`` is Liquipedia's keep-the-target, which the recorded episodes
+contradict.  Each is a candidate to compare with the recorded episodes (``benchmarks/targeting_fit.py``).
 """
 
 from __future__ import annotations
