@@ -107,16 +107,25 @@ def play_batched(
 
 
 def run_sim(
-    map_name: str, policy: str, episodes: int, seed: int, n_envs: int = 32, sim_rules: str = ""
+    map_name: str,
+    policy: str,
+    episodes: int,
+    seed: int,
+    n_envs: int = 32,
+    sim_rules: str = "",
+    layout: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Play ``episodes`` episodes on the embedded engine (``sim_rules``: candidate targeting rules of
-    ``marl/envs/smac/sim/variants.py`` instead of the engine's); per-episode outcome arrays."""
+    ``marl/envs/smac/sim/variants.py`` instead of the engine's; ``layout``: (U, 2) spawn positions instead
+    of the engine's, before its per-reset noise); per-episode outcome arrays."""
     spec = load_map(map_name)
     n = spec.n_agents
     shield_max = np.array([UNIT_MAX_HEALTH_SHIELD[t][1] for t in spec.enemy_types], dtype=float)
     env = BatchedStarCraft2Env(
         map_name, min(n_envs, episodes), seed, heuristic_ai=policy == "heuristic", sim_rules=sim_rules
     )
+    if layout is not None:
+        env.engine.base_pos = np.asarray(layout, dtype=float)
     rng = np.random.default_rng(seed)
     out = {k: [] for k in ("won", "length", "allies_alive", "enemies_alive", "enemy_health_left")}
 
