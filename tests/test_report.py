@@ -15,9 +15,9 @@ from marl.logging import Logger  # noqa: E402
 from marl.report import stats  # noqa: E402
 from marl.report.cli import report_main, write_report  # noqa: E402
 from marl.report.marl_eval import check_marl_eval, to_marl_eval  # noqa: E402
-from marl.report.plots import curve_grid, interpolated, score_matrices  # noqa: E402
+from marl.report.plots import curve_grid, interpolated  # noqa: E402
 from marl.report.runs import ABSOLUTE_FILE, load_run, load_runs  # noqa: E402
-from marl.report.summary import analyse, markdown_tables  # noqa: E402
+from marl.report.summary import analyse, markdown_tables, score_matrices  # noqa: E402
 
 
 def fake_run(root, alg, task, seed, curve, absolute=None, env="fake"):
@@ -201,3 +201,45 @@ def test_min_steps_leaves_out_runs_still_going_and_smacv2_is_named(tmp_path):
         ("smacv2", "protoss_5_vs_5", 0),
     ]
     assert len(notes) == 1 and "qmix_protoss_5_vs_5_seed1" in notes[0] and "400 steps (< 900)" in notes[0]
+
+
+def test_aggregate_over_maps_matches_a_direct_computation(tmp_path):
+    finals = {
+        ("qmix", "m1"): [0.1, 0.5, 0.9],
+        ("qmix", "m2"): [1.0, 0.8],
+        ("vdn", "m1"): [0.0, 0.2],
+        ("vdn", "m2"): [0.6, 0.4, 0.3],
+        ("vdn", "m3"): [0.7],  # a map QMIX never ran: left out of the aggregate
+    }
+    for (alg, task), values in finals.items():
+        for seed, f in enumerate(values):
+            fake_run(tmp_path, alg, task, seed, [(0, 0.0), (400, f)])
+    runs, _ = load_runs([tmp_path], "test_win_rate", 0.95)
+    result = analyse(runs, "test_win_rate", 0.95, reps=500, seed=0)
+    (agg,) = result["aggregate"]
+    assert agg["tasks"] == ["m1", "m2"] and agg["seeds_per_task"] == 2  # the first 2 seeds of every map
+    q = np.array([[0.1, 1.0], [0.5, 0.8]])  # (runs, maps)
+    v = np.array([[0.0, 0.6], [0.2, 0.4]])
+    for alg, s in (("qmix", q), ("vdn", v)):
+        m = agg["algs"][alg]
+        assert m["iqm"] == pytest.approx(scipy.stats.trim_mean(s, 0.25, axis=None))
+        assert m["median"] == pytest.approx(np.median(s.mean(axis=0)))
+        assert m["mean"] == pytest.approx(s.mean())
+        assert m["optimality_gap"] == pytest.approx(np.mean(1.0 - s))
+        for k in stats.AGGREGATES:
+            assert m[f"{k}_lo"] <= m[k] + 1e-12 and m[k] <= m[f"{k}_hi"] + 1e-12
+    # P(qmix > vdn) per map: m1 pairs (0.1>0.0, 0.1<0.2, 0.5>0.0, 0.5>0.2) = 3/4; m2 all four = 1
+    p = {(x["x"], x["y"]): x for x in agg["poi"]}
+    assert p[("qmix", "vdn")]["p"] == pytest.approx((0.75 + 1.0) / 2)
+    assert p[("vdn", "qmix")]["p"] == pytest.approx(1 - (0.75 + 1.0) / 2)
+    table = markdown_tables(result)
+    assert "Aggregate over maps (final test_win_rate)" in table
+    assert "| fake | qmix | 2 | " in table and "- fake: 2 maps, 2 seeds each: m1, m2" in table
+    assert "| fake | qmix | vdn | 0.88 [" in table
+    older = {k: v for k, v in result.items() if k != "aggregate"}  # a report.json written before it
+    assert "Aggregate over maps" not in markdown_tables(older)
+
+
+def test_no_aggregate_when_the_algorithms_share_one_map(sweep):
+    runs, _ = load_runs([sweep], "test_win_rate", 0.95)
+    assert analyse(runs, "test_win_rate", 0.95, reps=200, seed=0)["aggregate"] == []

@@ -12,7 +12,7 @@ import numpy as np
 
 from marl.report import stats
 from marl.report.runs import Run
-from marl.report.summary import groups
+from marl.report.summary import groups, score_matrices
 
 GRID_POINTS = 25
 
@@ -24,24 +24,6 @@ def _figure(n_panels: int, size: tuple[float, float] = (4.8, 3.8)):
     fig = Figure(figsize=(size[0] * max(1, n_panels), size[1]))
     FigureCanvasAgg(fig)
     return fig, fig.subplots(1, max(1, n_panels), squeeze=False)[0]
-
-
-def score_matrices(runs: Sequence[Run]) -> dict[str, dict[str, np.ndarray]]:
-    """Per env: per algorithm, a (runs, tasks) matrix of final scores over the maps every algorithm of
-    that env ran, each task cut to the fewest seeds any (task, algorithm) has (rliable needs a matrix)."""
-    by_env: dict[str, dict[str, dict[str, list[Run]]]] = defaultdict(lambda: defaultdict(dict))
-    for (env, task, alg), rs in groups(runs).items():
-        by_env[env][alg][task] = rs
-    out = {}
-    for env, algs in by_env.items():
-        tasks = sorted(set.intersection(*(set(t) for t in algs.values())))
-        if not tasks:
-            continue
-        n = min(len(algs[a][t]) for a in algs for t in tasks)
-        out[env] = {
-            a: np.array([[algs[a][t][i].final for t in tasks] for i in range(n)]) for a in sorted(algs)
-        }
-    return out
 
 
 def plot_profiles(runs: Sequence[Run], png: Path, metric: str, reps: int, seed: int) -> Path | None:

@@ -71,6 +71,38 @@ def iqm_and_mean(
     return out
 
 
+AGGREGATES = ("iqm", "median", "mean", "optimality_gap")
+
+
+def aggregates(
+    scores: Mapping[str, np.ndarray], reps: int = 2_000, seed: int = 0, gamma: float = 1.0
+) -> dict[str, dict[str, float]]:
+    """rliable's four aggregate metrics of each key's (runs, tasks) array: IQM over every (run, task)
+    score, median and mean of the per-task means, and optimality gap (the mean shortfall below ``gamma``),
+    each with its 95 % CI from a bootstrap stratified by task (Agarwal et al. 2021), and ``n_runs``."""
+    rly, metrics = _rly()
+
+    def four(s: np.ndarray) -> np.ndarray:
+        return np.array(
+            [
+                metrics.aggregate_iqm(s),
+                metrics.aggregate_median(s),
+                metrics.aggregate_mean(s),
+                metrics.aggregate_optimality_gap(s, gamma),
+            ]
+        )
+
+    out = {}
+    for key, arr in scores.items():
+        arr = np.asarray(arr, dtype=np.float64)
+        point, (lo, hi) = (v[key] for v in _estimates(rly, {key: arr}, four, reps, seed))
+        row: dict[str, float] = {"n_runs": int(arr.shape[0])}
+        for i, name in enumerate(AGGREGATES):
+            row.update({name: float(point[i]), f"{name}_lo": float(lo[i]), f"{name}_hi": float(hi[i])})
+        out[key] = row
+    return out
+
+
 def probability_of_improvement(
     x_RK: np.ndarray, y_RK: np.ndarray, reps: int = 2_000, seed: int = 0
 ) -> dict[str, float]:

@@ -32,6 +32,58 @@ def steps_to_target(runs: Sequence[Run]) -> tuple[np.ndarray, int]:
     return np.asarray(values, dtype=np.float64), sum(r.steps_to is None for r in runs)
 
 
+def shared_tasks(runs: Sequence[Run]) -> dict[str, tuple[list[str], dict[str, dict[str, list[Run]]]]]:
+    """Per env: the maps every algorithm of that env ran (sorted), and its runs by algorithm and map."""
+    by_env: dict[str, dict[str, dict[str, list[Run]]]] = defaultdict(lambda: defaultdict(dict))
+    for (env, task, alg), rs in groups(runs).items():
+        by_env[env][alg][task] = rs
+    return {
+        env: (sorted(set.intersection(*(set(t) for t in algs.values()))), algs)
+        for env, algs in by_env.items()
+    }
+
+
+def score_matrices(runs: Sequence[Run]) -> dict[str, dict[str, np.ndarray]]:
+    """Per env: per algorithm, a (runs, tasks) matrix of final scores over the maps every algorithm of
+    that env ran (:func:`shared_tasks`), each task cut to the fewest seeds any (task, algorithm) has
+    (rliable needs a matrix)."""
+    out = {}
+    for env, (tasks, algs) in shared_tasks(runs).items():
+        if not tasks:
+            continue
+        n = min(len(algs[a][t]) for a in algs for t in tasks)
+        out[env] = {
+            a: np.array([[algs[a][t][i].final for t in tasks] for i in range(n)]) for a in sorted(algs)
+        }
+    return out
+
+
+def aggregate(runs: Sequence[Run], reps: int = 2_000, seed: int = 0) -> list[dict[str, Any]]:
+    """Per environment whose algorithms share two or more maps: rliable's aggregate metrics of every
+    algorithm over those maps (the first ``n`` seeds of each, ``n`` the fewest any map and algorithm has)
+    and the probability of improvement between each pair of algorithms, averaged over the maps."""
+    out = []
+    shared = shared_tasks(runs)
+    for env, mats in score_matrices(runs).items():
+        tasks = shared[env][0]
+        if len(tasks) < 2:
+            continue
+        poi = [
+            {"x": x, "y": y, **stats.probability_of_improvement(mats[x], mats[y], reps, seed)}
+            for x, y in itertools.permutations(sorted(mats), 2)
+        ]
+        out.append(
+            {
+                "env": env,
+                "tasks": tasks,
+                "seeds_per_task": int(next(iter(mats.values())).shape[0]),
+                "algs": stats.aggregates(mats, reps, seed),
+                "poi": poi,
+            }
+        )
+    return out
+
+
 def analyse(
     runs: Sequence[Run], metric: str, target: float, reps: int = 2_000, seed: int = 0
 ) -> dict[str, Any]:
@@ -88,6 +140,7 @@ def analyse(
         "bootstrap_seed": seed,
         "rows": rows,
         "poi": poi,
+        "aggregate": aggregate(runs, reps, seed),
     }
 
 
@@ -155,4 +208,39 @@ def markdown_tables(result: dict[str, Any], heading: str = "###") -> str:
                 f"| {p['env']} | {p['task']} | {p['x']} | {p['y']} | {p['n_x']} / {p['n_y']} | "
                 f"{p['p']:.2f} [{p['lo']:.2f}, {p['hi']:.2f}] |"
             )
+    lines += _aggregate_lines(result.get("aggregate") or [], metric, heading)  # absent in older reports
     return "\n".join(lines) + "\n"
+
+
+def _aggregate_lines(agg: list[dict[str, Any]], metric: str, heading: str) -> list[str]:
+    """The aggregate-over-maps section of :func:`markdown_tables` (nothing when no env has one)."""
+    if not agg:
+        return []
+    lines = [
+        "",
+        f"{heading} Aggregate over maps (final {metric})",
+        "",
+        "rliable's aggregate metrics over every map that all of an environment's algorithms ran, the same "
+        "number of seeds per map (listed below the table): IQM of all (run, map) scores, median and mean of "
+        "the per-map means, optimality gap (mean shortfall below 1), each with its 95 % bootstrap CI "
+        "stratified by map; P(X > Y) averaged over the maps.",
+        "",
+        "| env | alg | maps | IQM | median | mean | optimality gap |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for a in agg:
+        for alg, m in a["algs"].items():
+            cells = [_ci(m, k, ".2f") for k in stats.AGGREGATES]
+            lines.append(f"| {a['env']} | {alg} | {len(a['tasks'])} | " + " | ".join(cells) + " |")
+    lines += ["", "| env | X | Y | P(X > Y) over maps |", "|---|---|---|---|"]
+    for a in agg:
+        for p in a["poi"]:
+            lines.append(
+                f"| {a['env']} | {p['x']} | {p['y']} | {p['p']:.2f} [{p['lo']:.2f}, {p['hi']:.2f}] |"
+            )
+    lines.append("")
+    for a in agg:
+        n = a["seeds_per_task"]
+        seeds = f"{n} seed{'s' if n != 1 else ''}"
+        lines.append(f"- {a['env']}: {len(a['tasks'])} maps, {seeds} each: {', '.join(a['tasks'])}")
+    return lines
