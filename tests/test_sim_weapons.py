@@ -244,3 +244,63 @@ def test_a_sweep_is_lost_with_its_colossus_and_still_hits_beside_a_target_that_d
     for _ in range(8):
         _missile(0, 0, 1, U.PROPS, utype, S)
     np.testing.assert_array_equal(S[0, 1:, U.S_HP], [0, 0, 35])
+
+
+def _step_with_attack_order(S, utype, rng, act_from_loop=1):
+    """One agent step of unit 0 under an attack order on unit 1 (which stands still): each loop its
+    regeneration and cooldown countdown, then (from loop ``act_from_loop`` on) its action; then the step's
+    end. Returns the random delay its attack drew (from a copy of the stream)."""
+    from marl.envs.smac.sim.kernel import ATTACK, _regen
+    from marl.envs.smac.sim.physics import rand_uniform
+    from marl.envs.smac.sim.stepper import _settle_cooldowns
+
+    S[0, 0, U.S_OK], S[0, 0, U.S_TGT] = ATTACK, 1
+    delay = U.CD_JITTER_LO + (U.CD_JITTER_HI - U.CD_JITTER_LO) * rand_uniform(rng.copy(), 0)
+    for loop in range(1, U.LOOPS_PER_STEP + 1):
+        _regen(0, 0, U.PROPS, utype, S)
+        if loop >= act_from_loop:
+            _ally_act(0, 0, 1, U.PROPS, utype, GRID, NAV, S, rng)
+    _settle_cooldowns(0, S)
+    return delay
+
+
+@pytest.mark.parametrize("seed", [1, 7, 123])
+def test_a_fresh_attack_shows_period_plus_delay_minus_7_after_the_step(seed):
+    """D (benchmarks/recorded_cooldowns.py): a ready marine ordered to attack an enemy in range shows
+    ``Period + delay - 7`` at the next state, the delay any real value in [-1, +2] loops."""
+    S, utype, _ = duel("marine", "marine", 1.0)
+    rng = np.array([seed], dtype=np.uint64)
+    delay = _step_with_attack_order(S, utype, rng)
+    period = U.PROPS[utype[0], U.COOLDOWN]
+    assert period == pytest.approx(0.8608 * 16)  # X's Period, not rounded to whole loops
+    assert S[0, 0, U.S_CD] == pytest.approx(period + delay - 7)
+    assert U.CD_JITTER_LO <= delay <= U.CD_JITTER_HI and delay != round(delay)
+
+
+@pytest.mark.parametrize("c", [0.3, 2.75, 7.9])
+def test_a_shot_that_follows_the_last_counts_its_cooldown_from_the_moment_the_last_ran_out(c):
+    """D: a marine that keeps attacking, with ``c`` loops of cooldown at the step's start, shows ``Period +
+    delay - 8 + c``: the part of the loop after its weapon came ready is carried, not rounded away."""
+    S, utype, _ = duel("marine", "marine", 1.0)
+    S[0, 0, U.S_CD] = c
+    delay = _step_with_attack_order(S, utype, np.array([5], dtype=np.uint64))
+    assert S[0, 0, U.S_CD] == pytest.approx(U.PROPS[utype[0], U.COOLDOWN] + delay - 8 + c)
+
+
+def test_a_weapon_ready_and_unused_carries_nothing_and_never_shows_below_zero():
+    """The carried part lives only in the loop the weapon came ready: a marine whose cooldown ran out in
+    loop 1 but that acts only from loop 3 starts a plain ``Period + delay``; one never ordered shows 0."""
+    S, utype, _ = duel("marine", "marine", 1.0)
+    S[0, 0, U.S_CD] = 0.3
+    delay = _step_with_attack_order(S, utype, np.array([9], dtype=np.uint64), act_from_loop=3)
+    assert S[0, 0, U.S_CD] == pytest.approx(U.PROPS[utype[0], U.COOLDOWN] + delay - 5)  # started in loop 3
+    from marl.envs.smac.sim.kernel import _regen
+    from marl.envs.smac.sim.stepper import _settle_cooldowns
+
+    S, utype, _ = duel("marine", "marine", 1.0)
+    S[0, 0, U.S_CD] = 7.6
+    for _ in range(U.LOOPS_PER_STEP):
+        _regen(0, 0, U.PROPS, utype, S)
+    assert S[0, 0, U.S_CD] == pytest.approx(-0.4)  # came ready 0.4 loop before the step's end ...
+    _settle_cooldowns(0, S)
+    assert S[0, 0, U.S_CD] == 0.0  # ... and unused: the state shows 0, as the game's weapon_cooldown

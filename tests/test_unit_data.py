@@ -47,7 +47,7 @@ def expected(game: dict) -> dict[str, float]:
             acquire=max(w["min_scan"], w["range"]),  # Liquipedia "Automatic Targeting"
         )
         if "splash_radius" not in w:  # the baneling's burst is its death, not a cooldown
-            out.update(hits=w["attacks"], cd=round(w["period_s"] * 16), hits_air=float(w["targets"] == "Any"))
+            out.update(hits=w["attacks"], cd=w["period_s"] * 16, hits_air=float(w["targets"] == "Any"))
         m = w.get("missile", {})
         out.update(
             wind=round(w["damage_point_s"] * 16),

@@ -168,7 +168,8 @@ def _ally_act(e, i, na, props, utype, grid, nav, S, rng):
 
 @njit(cache=True, inline="always")
 def _regen(e, i, props, utype, S):
-    """Per-loop regeneration and cooldown countdown of a living unit."""
+    """Per-loop regeneration and cooldown countdown of a living unit (the cooldown as a continuous timer:
+    ``weapons._start_attack``)."""
     ut = utype[i]
     S[e, i, S_SINCE] += 1.0
     if props[ut, SHIELD] > 0 and S[e, i, S_SINCE] > SHIELD_REGEN_DELAY:
@@ -177,8 +178,11 @@ def _regen(e, i, props, utype, S):
         S[e, i, S_HP] = min(props[ut, HP], S[e, i, S_HP] + ZERG_HP_REGEN)
     if props[ut, HEALER] > 0:
         S[e, i, S_EN] = min(ENERGY_MAX, S[e, i, S_EN] + ENERGY_REGEN)
-    if S[e, i, S_CD] > 0.0:
-        S[e, i, S_CD] -= 1.0
+    cd = S[e, i, S_CD]
+    if cd > 0.0:
+        S[e, i, S_CD] = cd - 1.0  # below 0: the weapon came ready part-way through this loop (carried)
+    elif cd < 0.0:
+        S[e, i, S_CD] = 0.0  # ready since an earlier loop and unused: nothing left to carry
 
 
 @njit(cache=True)

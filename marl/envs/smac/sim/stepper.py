@@ -142,6 +142,16 @@ def _shuffle(e, u, rng, perm):
 
 
 @njit(cache=True, inline="always")
+def _settle_cooldowns(e, S):
+    """After a step's loops: a weapon that came ready during the last loop and stayed unused is just ready
+    (the carried part of ``kernel._regen`` lives only within its loop), so every cooldown the state shows
+    is >= 0, as the game's ``weapon_cooldown``."""
+    for i in range(S.shape[1]):
+        if S[e, i, S_CD] < 0.0:
+            S[e, i, S_CD] = 0.0
+
+
+@njit(cache=True, inline="always")
 def _update_unit(e, i, na, props, utype, grid, nav, S, rng):
     """One loop of unit ``i``: its missile in flight (which flies on after its launcher's death), then, if
     it lives, regeneration and its action; returns True for an enemy on automatic targeting, whose action
@@ -172,6 +182,7 @@ def _step_env(e, actions, na, props, utype, grid, nav, enemy_order, S, rng, buf,
             if _update_unit(e, i, na, props, utype, grid, nav, S, rng):
                 _enemy_act(e, i, na, props, utype, grid, nav, S, rng)
         _push(e, props, utype, grid, S, rng, buf, idx)
+    _settle_cooldowns(e, S)
 
 
 @njit(cache=True)

@@ -12,10 +12,15 @@ Conventions (chosen once, used everywhere in ``sim/``):
 * Time: 16 game loops per game second; one engine tick is one loop (dt = 1/16 game-s) and one agent
   step is 8 ticks, exactly as SMAC's ``step_mul = 8``.
 * Speeds are game-second values (marine 2.25 units/game-s, so 1.125 units per agent step).
-* Weapon cooldowns are in game loops: the weapon's ``Period`` in game seconds × 16, rounded (marine 14,
-  marauder 24, stalker 23, zealot 19, colossus 35, hydralisk 13, zergling 11, spine crawler 26). Each time
-  a weapon fires a uniform integer in [-1, +2] loops is added: the game's ``RandomDelayMin``/``Max``
-  (-0.0625 and +0.125 game-s, every legacy weapon's default in Core's WeaponData).
+* Weapon cooldowns are in game loops: the weapon's ``Period`` in game seconds × 16, not rounded (marine
+  13.77, marauder 24, stalker 23.04, zealot 19.2, colossus 35.2, hydralisk 13.28, zergling 11.14, spine
+  crawler 25.6). Each time a weapon fires a uniform random delay in [-1, +2] loops, any real value, is
+  added: the game's ``RandomDelayMin``/``Max`` (-0.0625 and +0.125 game-s, every legacy weapon's default
+  in Core's WeaponData). The cooldown is a continuous timer: a weapon that comes ready part-way through a
+  loop and attacks in that loop counts its next cooldown from that moment (the part of the loop after it
+  is carried); one that stays unused is simply ready. Measured on the game's own 3m episodes (D,
+  ``benchmarks/recorded_cooldowns.py``): the cooldowns the game shows fit exactly this, and not whole
+  loops.
 * Ranges are edge-to-edge (the centre-to-centre test adds both radii); melee is the game's 0.1.
 * Scan (acquire) range of the enemy AI, edge-to-edge: ``max(MinScanRange, weapon range)`` with the
   game's default ``MinScanRange`` of 5 (Liquipedia's "Automatic Targeting" rule; the +0.5 of Legacy of
@@ -124,7 +129,16 @@ BEAM_HALF_WIDTH = 0.15
 
 _ROWS: dict[str, dict] = {
     "marine": dict(
-        hp=45, attr=LIGHT | BIO, dmg=6, cd=14, wind=1, rng=5, speed=2.25, radius=0.375, hits_air=1, acquire=5
+        hp=45,
+        attr=LIGHT | BIO,
+        dmg=6,
+        cd=0.8608 * 16,
+        wind=1,
+        rng=5,
+        speed=2.25,
+        radius=0.375,
+        hits_air=1,
+        acquire=5,
     ),
     "marauder": dict(
         hp=125,
@@ -133,7 +147,7 @@ _ROWS: dict[str, dict] = {
         dmg=10,
         battr=ARMORED,
         bdmg=10,
-        cd=24,
+        cd=1.5 * 16,
         msl=(0.0, 3200.0, 20.0),
         rng=6,
         speed=2.25,
@@ -160,7 +174,7 @@ _ROWS: dict[str, dict] = {
         dmg=10,
         battr=ARMORED,
         bdmg=4,
-        cd=23,
+        cd=1.44 * 16,
         wind=3,
         msl=(0.0, 3200.0, 18.75),
         rng=6,
@@ -177,7 +191,7 @@ _ROWS: dict[str, dict] = {
         dmg=8,
         hits=2,
         burst=4,
-        cd=19,
+        cd=1.2 * 16,
         rng=0.1,
         speed=2.25,
         radius=0.5,
@@ -190,7 +204,7 @@ _ROWS: dict[str, dict] = {
         attr=ARMORED | MECH | MASSIVE,
         dmg=20,
         hits=2,
-        cd=35,
+        cd=2.2 * 16,
         wind=1,
         slop=0.0,
         rng=6,
@@ -205,7 +219,7 @@ _ROWS: dict[str, dict] = {
         hp=80,
         attr=LIGHT | BIO,
         dmg=12,
-        cd=13,
+        cd=0.83 * 16,
         wind=3,
         msl=(40.0, 0.0, 40.0),
         rng=5,
@@ -219,7 +233,7 @@ _ROWS: dict[str, dict] = {
         hp=35,
         attr=LIGHT | BIO,
         dmg=5,
-        cd=11,
+        cd=0.696 * 16,
         wind=3,
         rng=0.1,
         speed=2.953125,
@@ -248,7 +262,7 @@ _ROWS: dict[str, dict] = {
         dmg=25,
         battr=ARMORED,
         bdmg=5,
-        cd=26,
+        cd=1.6 * 16,
         wind=5,
         slop=0.0,
         msl=(12.0, 140.0, 200.0),

@@ -31,7 +31,7 @@ from numba import njit
 
 from marl.envs.smac.sim.kernel import AMOVE, _push
 from marl.envs.smac.sim.physics import can_hit, dist, rand_int, reach, step_toward
-from marl.envs.smac.sim.stepper import _issue_orders, _shuffle, _update_unit
+from marl.envs.smac.sim.stepper import _issue_orders, _settle_cooldowns, _shuffle, _update_unit
 from marl.envs.smac.sim.targeting import _busy, _fresh_attacker, _is_threat, _kept
 from marl.envs.smac.sim.units import (
     ACQUIRE,
@@ -187,3 +187,4 @@ def sim_step_rules(actions, na, props, utype, grid, nav, enemy_order, S, rng, ru
                 if _update_unit(e, i, na, props, utype, grid, nav, S, rng):
                     _enemy_act_rules(e, i, na, props, utype, grid, nav, S, rng, rules, V)
             _push(e, props, utype, grid, S, rng, buf, idx)
+        _settle_cooldowns(e, S)

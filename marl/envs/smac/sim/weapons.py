@@ -14,7 +14,7 @@ import math
 
 from numba import njit
 
-from marl.envs.smac.sim.physics import apply_hit, dist, rand_int, reach, step_toward
+from marl.envs.smac.sim.physics import apply_hit, dist, rand_uniform, reach, step_toward
 from marl.envs.smac.sim.units import (
     AIR,
     BANE_SPLASH_RADIUS,
@@ -145,18 +145,24 @@ def _effect(e, a, t, na, props, utype, S):
 
 @njit(cache=True)
 def _start_attack(e, a, t, na, props, utype, S, rng):
-    """``a`` begins an attack on ``t``: its cooldown starts (``Period`` with the jitter in [-1, +2] loops,
-    the game's ``RandomDelayMin``/``Max``, see ``units``) and its wind-up runs ``DamagePoint`` loops
-    (Liberty WeaponData) before the effect; with no wind-up the effect comes at once.
+    """``a`` begins an attack on ``t``: its cooldown starts (``Period`` plus a random delay drawn uniformly
+    from [-1, +2] loops, the game's ``RandomDelayMin``/``Max``, see ``units``) and its wind-up runs
+    ``DamagePoint`` loops (Liberty WeaponData) before the effect; with no wind-up the effect comes at once.
+    A weapon that came ready part-way through this loop (its cooldown is below 0, ``kernel._regen``)
+    counts the new cooldown from that moment: the attacks of a unit that keeps attacking start ``Period +
+    delay`` apart in continuous time, not rounded to whole loops.
 
     Sources: X gives every weapon's ``Period`` and ``DamagePoint``.  That the period is the time between the
     starts of two attacks: SC2Pod's "Attack speed" ("how many game seconds the unit must wait between
     attacks"); that the cooldown starts with the wind-up rather than at the damage: a public third-party
-    simulator of SC2 combat (secondary; no Blizzard source found).
+    simulator of SC2 combat (secondary; no Blizzard source found).  D (the game's 3m episodes, whose state
+    shows each ally's cooldown; ``benchmarks/recorded_cooldowns.py``): after a fresh attack the cooldown
+    left is ``Period + delay - 7`` with the delay uniform over the reals in [-1, +2] (the attack starts one
+    loop into the step, as here), and after a shot that follows the last one's cooldown it is ``Period +
+    delay - 8 + c`` (``c`` the cooldown at the step's start): the carried part, not whole loops.
     """
-    S[e, a, S_CD] = props[utype[a], COOLDOWN] + float(
-        rand_int(rng, e, CD_JITTER_HI - CD_JITTER_LO + 1) + CD_JITTER_LO
-    )
+    jitter = CD_JITTER_LO + (CD_JITTER_HI - CD_JITTER_LO) * rand_uniform(rng, e)
+    S[e, a, S_CD] = props[utype[a], COOLDOWN] + jitter + min(S[e, a, S_CD], 0.0)
     wind = props[utype[a], WIND_UP]
     if wind > 0.0:
         S[e, a, S_WU] = wind

@@ -1,0 +1,191 @@
+"""How the game times a weapon's attacks, read from its own 3m episodes, beside the engine's.
+
+SMAC's state gives every ally's weapon cooldown (``weapon_cooldown / 15`` for a marine, in game loops), so
+the recorded episodes (og-marl's "3m, Tiny", source D in ``docs/fidelity.md``) show when each attack
+started. Two kinds of step are read, both with the ally ordered to attack an enemy already within its
+range + both radii (5.75 on 3m; 5.65 is required, so that no walk comes first):
+
+* **fresh**: the ally's weapon is ready (cooldown 0) and its previous action was not an attack. If the
+  attack starts ``k`` loops into the 8-loop step with the cooldown ``Period + j`` (``j`` the random delay),
+  the next state shows ``Period + j - (8 - k)``.
+* **continuing**: the ally kept attacking and its cooldown ``c`` (0 < c < 7 loops) runs out during the
+  step. Two readings are tested: the next attack starts at the first loop boundary and its cooldown counts
+  from there (``loop``: shows ``Period + j - 8 + ceil(c)``), or it counts from the exact moment the last
+  one ran out (``carry``: ``Period + j - 8 + c``).
+
+Each reading implies a ``j`` for every step; the game's ``RandomDelayMin``/``Max`` (-1 and +2 loops, X)
+bound it. The same steps are taken from the engine (3m, allies attacking the nearest enemy they may attack,
+read from the engine's SMAC state exactly as from the game's). Results: ``results/recorded_cooldowns.md``.
+
+    .venv/bin/python benchmarks/recorded_cooldowns.py <data>/executor_sequence_log_*.tfrecord \\
+        --out benchmarks/results/recorded_cooldowns.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from recorded_episodes import Episode, sequences, stitch  # noqa: E402
+
+from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
+from marl.envs.smac.sim.units import CD_JITTER_HI, CD_JITTER_LO, COOLDOWN, PROPS, type_ids  # noqa: E402
+
+N, M = 3, 3  # 3m
+MAX_CD = 15.0  # SMAC's unit_max_cooldown for a marine: the state's cooldown is weapon_cooldown / 15
+PERIOD = float(PROPS[type_ids(("marine",), True)[0], COOLDOWN])  # X: GuassRifle Period 0.8608 s, in loops
+IN_RANGE = 5.65  # below range + both radii (5.75): the attack starts without a walk
+LOOPS = 8
+
+
+def transitions(episodes: list[Episode], extent: float = 28.0) -> dict[str, np.ndarray]:
+    """Every step in which a living ally attacks a living enemy (both alive in the next state too):
+    distance at the step's start, cooldowns (loops) at its start and end, whether the previous action was
+    an attack. Positions from SMAC's 3m state (allies: health, cooldown, x, y; enemies: health, x, y)."""
+    rows = []
+    for ep in episodes:
+        s = np.asarray(ep.state_TS, dtype=float)
+        ally = s[:, : N * 4].reshape(len(s), N, 4)
+        enemy = s[:, N * 4 : N * 4 + M * 3].reshape(len(s), M, 3)
+        for t in range(len(s) - 1):
+            for i in range(N):
+                a = int(ep.actions_TN[t, i])
+                j = a - 6
+                if j < 0 or min(ally[t, i, 0], ally[t + 1, i, 0], enemy[t, j, 0], enemy[t + 1, j, 0]) <= 0:
+                    continue
+                d = extent * np.hypot(*(ally[t, i, 2:4] - enemy[t, j, 1:3]))
+                prev = int(ep.actions_TN[t - 1, i]) if t > 0 else -1
+                rows.append((d, MAX_CD * ally[t, i, 1], MAX_CD * ally[t + 1, i, 1], prev >= 6))
+    r = np.array(rows, dtype=float).reshape(-1, 4)
+    return {"dist": r[:, 0], "cd0": r[:, 1], "cd1": r[:, 2], "was_attacking": r[:, 3] > 0}
+
+
+def engine_episodes(episodes: int, seed: int, n_envs: int = 16) -> list[Episode]:
+    """3m on the engine, every ally attacking the nearest enemy it may attack (else stop), recorded as the
+    game's episodes are: SMAC's state and the actions taken in it."""
+    env = BatchedStarCraft2Env("3m", n_envs, seed)
+    env.reset()
+    done: list[Episode] = []
+    states = [[] for _ in range(n_envs)]
+    acts = [[] for _ in range(n_envs)]
+    while len(done) < episodes:
+        avail = env.get_avail_actions()  # (E, N, A)
+        pos = env.units.pos
+        a = np.where(avail[..., 0] == 1, 0, 1)  # dead: no-op; else stop
+        for e in range(n_envs):
+            for i in range(N):
+                legal = np.flatnonzero(avail[e, i, 6:])
+                if len(legal):
+                    d = np.hypot(*(pos[e, N + legal] - pos[e, i]).T)
+                    a[e, i] = 6 + legal[np.argmin(d)]
+        state = env.get_state()
+        for e in range(n_envs):
+            states[e].append(state[e].copy())
+            acts[e].append(a[e].copy())
+        _, term, _ = env.step(a)
+        for e in np.flatnonzero(term):
+            s, x = np.array(states[e]), np.array(acts[e])
+            done.append(Episode(s, x, np.zeros(len(s)), np.ones(len(s)), 0.0, f"engine env {e}"))
+            states[e], acts[e] = [], []
+        if term.any():
+            env.reset_envs(term)
+    env.close()
+    return done[:episodes]
+
+
+def laws(tr: dict[str, np.ndarray]) -> dict[str, float]:
+    """The fresh and continuing statistics of the module docstring."""
+    lo, hi = PERIOD - LOOPS + CD_JITTER_LO + 1, PERIOD - LOOPS + CD_JITTER_HI + 1  # attack at loop 1
+    inr = tr["dist"] < IN_RANGE
+    fresh = inr & ~tr["was_attacking"] & (tr["cd0"] == 0) & (tr["cd1"] > 0)
+    rem = tr["cd1"][fresh]
+    body = rem[(rem >= lo - 0.05) & (rem <= hi + 0.05)]
+    c = tr["cd0"]
+    cont = inr & tr["was_attacking"] & (c > 0.05) & (c < 7) & (tr["cd1"] > 0)
+    out = {
+        "fresh n": float(fresh.sum()),
+        "fresh min": float(rem.min()),
+        "fresh in body": float(len(body) / len(rem)),
+        "fresh distinct values": float(len(np.unique(np.round(rem, 4)))),
+        "fresh KS p": float(stats.kstest(body, "uniform", args=(lo, hi - lo)).pvalue),
+        "continuing n": float(cont.sum()),
+    }
+    for name, at in (("carry", c[cont]), ("loop", np.ceil(c[cont] - 1e-9))):
+        jit = tr["cd1"][cont] - (PERIOD - LOOPS + at)
+        inside = jit[(jit >= CD_JITTER_LO - 0.2) & (jit <= CD_JITTER_HI + 0.2)]
+        out[f"{name} min"], out[f"{name} max"] = float(jit.min()), float(jit.max())
+        span = CD_JITTER_HI - CD_JITTER_LO
+        out[f"{name} KS p"] = float(stats.kstest(inside, "uniform", args=(CD_JITTER_LO, span)).pvalue)
+    return out
+
+
+ROWS = (
+    ("fresh n", "fresh steps (ready, in range, not attacking before)", "{:.0f}"),
+    ("fresh min", "fresh: least cooldown shown after the step (loops)", "{:.3f}"),
+    ("fresh in body", f"fresh: share within [Period - 8, Period - 5] = [{PERIOD - 8:.2f}, {PERIOD - 5:.2f}]",
+     "{:.3f}"),
+    ("fresh distinct values", "fresh: distinct values shown", "{:.0f}"),
+    ("fresh KS p", "fresh: KS p against uniform on that interval (the body)", "{:.3g}"),
+    ("continuing n", "continuing steps (cooldown 0-7 loops at the start, in range)", "{:.0f}"),
+    ("carry min", "carry: implied j, least", "{:+.3f}"),
+    ("carry max", "carry: implied j, largest", "{:+.3f}"),
+    ("carry KS p", "carry: KS p of j against uniform on [-1, +2]", "{:.3g}"),
+    ("loop min", "loop: implied j, least", "{:+.3f}"),
+    ("loop max", "loop: implied j, largest", "{:+.3f}"),
+    ("loop KS p", "loop: KS p of j against uniform on [-1, +2]", "{:.3g}"),
+)  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("files", nargs="+", type=Path, help="og-marl TFRecord files of 3m")
+    ap.add_argument("--engine-episodes", type=int, default=400)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=None, help="write the Markdown table here")
+    args = ap.parse_args(argv)
+    missing = [str(f) for f in args.files if not f.is_file()]
+    if missing:
+        ap.error(f"no such file(s): {', '.join(missing)}; give og-marl's 3m TFRecord files")
+    t0 = time.time()
+    episodes, _ = stitch(sequences(sorted(args.files)), N, 6 + M)
+    if not episodes:
+        ap.error("no episode found in those files")
+    game = laws(transitions(episodes))
+    eng = laws(transitions(engine_episodes(args.engine_episodes, args.seed)))
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout
+    shown = sys.argv[1:] if argv is None else argv
+    lines = [
+        "# Weapon timing: the game's 3m episodes beside the engine",
+        "",
+        f"- command: `python benchmarks/recorded_cooldowns.py {' '.join(str(a) for a in shown)}`",
+        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; engine commit {commit.strip()}; "
+        f"{len(episodes)} recorded episodes, {args.engine_episodes} engine episodes (seed {args.seed})",
+        f"- machine: {platform.processor() or platform.machine()}, nproc {os.cpu_count()}, load "
+        f"{os.getloadavg()[0]:.2f}; wall-clock {time.time() - t0:.0f} s",
+        f"- Period {PERIOD:.4f} loops (X); the state's cooldown times 15 (SMAC's marine maximum) is in loops",
+        "",
+        "| statistic | game (D) | engine |",
+        "|---|---|---|",
+    ]
+    for key, label, fmt in ROWS:
+        lines.append(f"| {label} | {fmt.format(game[key])} | {fmt.format(eng[key])} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
