@@ -1,9 +1,10 @@
 """How the game times a weapon's attacks, read from its own 3m episodes, beside the engine's.
 
-SMAC's state gives every ally's weapon cooldown (``weapon_cooldown / 15`` for a marine, in game loops), so
-the recorded episodes (og-marl's "3m, Tiny", source D in ``docs/fidelity.md``) show when each attack
-started. Two kinds of step are read, both with the ally ordered to attack an enemy already within its
-range + both radii (5.75 on 3m; 5.65 is required, so that no walk comes first):
+SMAC's state gives every ally's position and weapon cooldown (``weapon_cooldown / 15`` for a marine, in
+game loops), so the recorded episodes (og-marl's "3m, Tiny", source D in ``docs/fidelity.md``) show where
+an ordered ally stops to shoot (does it stand when its target is within range + both radii, 5.75 on 3m,
+and walk first when beyond?) and when each attack started. Two kinds of step are read for the timing, both
+with the ally ordered to attack an enemy within 5.65 (so that no walk comes first):
 
 * **fresh**: the ally's weapon is ready (cooldown 0) and its previous action was not an attack. If the
   attack starts ``k`` loops into the 8-loop step with the cooldown ``Period + j`` (``j`` the random delay),
@@ -45,14 +46,16 @@ from marl.envs.smac.sim.units import CD_JITTER_HI, CD_JITTER_LO, COOLDOWN, PROPS
 N, M = 3, 3  # 3m
 MAX_CD = 15.0  # SMAC's unit_max_cooldown for a marine: the state's cooldown is weapon_cooldown / 15
 PERIOD = float(PROPS[type_ids(("marine",), True)[0], COOLDOWN])  # X: GuassRifle Period 0.8608 s, in loops
-IN_RANGE = 5.65  # below range + both radii (5.75): the attack starts without a walk
+REACH = 5 + 2 * 0.375  # a marine's range + both radii (X)
+IN_RANGE = 5.65  # below REACH: the attack starts without a walk
 LOOPS = 8
 
 
 def transitions(episodes: list[Episode], extent: float = 28.0) -> dict[str, np.ndarray]:
     """Every step in which a living ally attacks a living enemy (both alive in the next state too):
     distance at the step's start, cooldowns (loops) at its start and end, whether the previous action was
-    an attack. Positions from SMAC's 3m state (allies: health, cooldown, x, y; enemies: health, x, y)."""
+    an attack, how far the ally moved. Positions from SMAC's 3m state (allies: health, cooldown, x, y;
+    enemies: health, x, y)."""
     rows = []
     for ep in episodes:
         s = np.asarray(ep.state_TS, dtype=float)
@@ -66,9 +69,10 @@ def transitions(episodes: list[Episode], extent: float = 28.0) -> dict[str, np.n
                     continue
                 d = extent * np.hypot(*(ally[t, i, 2:4] - enemy[t, j, 1:3]))
                 prev = int(ep.actions_TN[t - 1, i]) if t > 0 else -1
-                rows.append((d, MAX_CD * ally[t, i, 1], MAX_CD * ally[t + 1, i, 1], prev >= 6))
-    r = np.array(rows, dtype=float).reshape(-1, 4)
-    return {"dist": r[:, 0], "cd0": r[:, 1], "cd1": r[:, 2], "was_attacking": r[:, 3] > 0}
+                moved = extent * np.hypot(*(ally[t + 1, i, 2:4] - ally[t, i, 2:4]))
+                rows.append((d, MAX_CD * ally[t, i, 1], MAX_CD * ally[t + 1, i, 1], prev >= 6, moved))
+    r = np.array(rows, dtype=float).reshape(-1, 5)
+    return {"dist": r[:, 0], "cd0": r[:, 1], "cd1": r[:, 2], "was_attacking": r[:, 3] > 0, "moved": r[:, 4]}
 
 
 def engine_episodes(episodes: int, seed: int, n_envs: int = 16) -> list[Episode]:
@@ -113,7 +117,13 @@ def laws(tr: dict[str, np.ndarray]) -> dict[str, float]:
     body = rem[(rem >= lo - 0.05) & (rem <= hi + 0.05)]
     c = tr["cd0"]
     cont = inr & tr["was_attacking"] & (c > 0.05) & (c < 7) & (tr["cd1"] > 0)
+    ready = tr["cd0"] == 0
+    near, far = ready & (tr["dist"] < REACH), ready & (tr["dist"] >= REACH) & (tr["dist"] < REACH + 0.35)
     out = {
+        "stand n": float(near.sum()),
+        "stand share": float(np.mean(tr["moved"][near] < 0.05)),
+        "walk n": float(far.sum()),
+        "walk share": float(np.mean(tr["moved"][far] >= 0.05)),
         "fresh n": float(fresh.sum()),
         "fresh min": float(rem.min()),
         "fresh in body": float(len(body) / len(rem)),
@@ -131,6 +141,10 @@ def laws(tr: dict[str, np.ndarray]) -> dict[str, float]:
 
 
 ROWS = (
+    ("stand n", "ready allies ordered to attack an enemy within 5.75 (range + both radii)", "{:.0f}"),
+    ("stand share", "  share that stood still (moved under 0.05) and fired", "{:.3f}"),
+    ("walk n", "ready allies ordered to attack an enemy 5.75-6.10 away", "{:.0f}"),
+    ("walk share", "  share that walked first (moved 0.05 or more)", "{:.3f}"),
     ("fresh n", "fresh steps (ready, in range, not attacking before)", "{:.0f}"),
     ("fresh min", "fresh: least cooldown shown after the step (loops)", "{:.3f}"),
     ("fresh in body", f"fresh: share within [Period - 8, Period - 5] = [{PERIOD - 8:.2f}, {PERIOD - 5:.2f}]",
