@@ -61,6 +61,7 @@ def test_zealot_two_hits_minus_armour_and_shields_first():
     S[2, S_X : S_Y + 1] = S[0, S_X : S_Y + 1] + (1.0, 0.0)
     S[1, S_HP] = 0.0
     S[2, S_SH] = 4.0
+    S[2, S_SINCE] = 0.0  # just damaged: no shield regeneration before the blades land, whatever the order
     S[0, S_CD] = 0.0
     tab = eng.step(np.array([7]))
     assert tab.enemies.shield[1] == 0.0
@@ -100,9 +101,10 @@ def test_medivac_heal_costs_energy():
     spec = spec_of([("marine", 1, (9, 16)), ("medivac", 1, (10, 16))], [("marine", 1, (30, 30))])
     eng, S = engine(spec)
     S[0, S_HP] = 20.0
+    assert S[1, S_EN] == pytest.approx(50 + 0.5625 / 16)  # 50 at creation, then the reset's first loop
     tab = eng.step(np.array([1, 6]))  # medivac heals ally 0
     assert tab.allies.health[0] == pytest.approx(20 + 8 * 9 / 16)
-    assert tab.allies.energy[1] == pytest.approx(50 - 8 * 9 / 16 / 3 + 8 * 0.5625 / 16)
+    assert tab.allies.energy[1] == pytest.approx(50 - 8 * 9 / 16 / 3 + 9 * 0.5625 / 16)
     # energy spent mid-heal: the running heal takes what one loop regenerates (3 HP per energy), then
     # ends, and the 7 loops' trickle that follows is far below the 5 a new heal needs
     S[1, S_EN] = 0.0
@@ -282,3 +284,22 @@ def test_zerg_regenerates_hp_and_enemy_medivac_heals_its_wounded():
         tab = eng.step(np.array([1]))
     assert 20.0 < tab.enemies.health[0] <= 20 + 4 * 8 * 9 / 16
     assert tab.enemies.energy[1] < 50.0
+
+
+def test_a_smac_reset_ends_with_the_loop_before_the_first_observation(monkeypatch):
+    """D: at SMAC's first observation every enemy of 3m has walked one loop (2.25 / 16) towards the allies
+    (its attack-move), and the allies stand where they were created (``stepper._first_loop``). Without the
+    spawn noise (so that no two units overlap and the push moves nobody)."""
+    import marl.envs.smac.sim.engine as sim_engine
+    from marl.envs.smac.maps import load_map
+
+    monkeypatch.setattr(sim_engine, "SPAWN_NOISE", 0.0)
+    spec = load_map("3m")
+    eng = sim_engine.BatchedSimEngine(spec, 4, seed=11)
+    eng.reset()
+    moved = eng.S[:, :, S_X : S_Y + 1] - spawn_layout(spec)[None]
+    assert np.all(moved[:, :3] == 0.0)
+    goal = np.array(spec.enemy_order.target, dtype=float)
+    way = goal - spawn_layout(spec)[3:]
+    expect = 2.25 / 16 * way / np.hypot(way[:, 0], way[:, 1])[:, None]
+    assert np.allclose(moved[:, 3:], expect[None])

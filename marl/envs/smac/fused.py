@@ -37,7 +37,7 @@ from numba import njit, prange
 from marl.envs.smac.fast_features import observe_kernel, reward_end_kernel
 from marl.envs.smac.features import RUNNING
 from marl.envs.smac.sim.engine import SPAWN_NOISE
-from marl.envs.smac.sim.stepper import _reset_env, _step_env
+from marl.envs.smac.sim.stepper import _first_loop, _reset_env, _step_env
 from marl.envs.smac.sim.units import PROPS, S_CD, S_EN, S_HP, S_SH, S_X, S_Y
 from marl.envs.smac.threads import with_threads
 from marl.envs.smac.types import MEDIVAC_MAP_TYPES
@@ -166,6 +166,7 @@ def reset_env(e, eng, spawn, S, rng, ep, view):
     na, props, utype, grid, order = eng[0], eng[1], eng[2], eng[3], eng[5]
     steps, last_action, dead, running = ep[0], ep[1], ep[2], ep[3]
     _reset_env(e, na, props, utype, grid, spawn[0], spawn[1], order, spawn[2], spawn[3], S, rng)
+    _first_loop(e, na, props, utype, grid, eng[4], S, rng)
     steps[e] = 0
     last_action[e] = 0.0
     dead[e] = False

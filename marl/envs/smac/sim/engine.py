@@ -273,6 +273,7 @@ class BatchedSimEngine:
             PROPS,
             self.utype,
             self.grid,
+            self.nav,
             self.base_pos,
             SPAWN_NOISE,
             self._order,
