@@ -202,9 +202,12 @@ class BatchedSimEngine:
         seed: int | None = None,
         threads: int = 1,
         rules: np.ndarray | None = None,
+        first_loop: bool = True,
     ):
         """``rules``: candidate targeting rules (``variants.parse_rules``; not the default, see
-        :mod:`~marl.envs.smac.sim.variants`); ``None`` or all zero runs the default engine unchanged."""
+        :mod:`~marl.envs.smac.sim.variants`); ``None`` or all zero runs the default engine unchanged.
+        ``first_loop``: end each reset with the loop SMAC's reset lets pass before its first observation
+        (``stepper._first_loop``); SMACv2's reset has none."""
         if n_envs < 1:
             raise ValueError(f"n_envs must be >= 1, got {n_envs}")
         self.threads = resolve_threads(threads)
@@ -214,6 +217,7 @@ class BatchedSimEngine:
             )
         self.spec = spec
         self.n_envs = n_envs
+        self.first_loop = bool(first_loop)
         self.n_agents = spec.n_agents
         self.n_enemies = spec.n_enemies
         self.ally_types, self.enemy_types = spec.ally_types, spec.enemy_types
@@ -281,6 +285,7 @@ class BatchedSimEngine:
             self._target2,
             self.S,
             self.rng,
+            self.first_loop,
         )
         return self.snapshot()
 
@@ -354,8 +359,10 @@ class BatchedSimEngine:
 class SimEngine:
     """One env of the embedded engine: the contract used by ``StarCraft2Env`` (a batch of one)."""
 
-    def __init__(self, spec: MapSpec, seed: int | None = None, rules: np.ndarray | None = None):
-        self._batch = BatchedSimEngine(spec, 1, seed, rules=rules)
+    def __init__(
+        self, spec: MapSpec, seed: int | None = None, rules: np.ndarray | None = None, first_loop: bool = True
+    ):
+        self._batch = BatchedSimEngine(spec, 1, seed, rules=rules, first_loop=first_loop)
         self.spec = spec
 
     def reset(self) -> UnitTable:

@@ -282,12 +282,16 @@ def _reset_env(e, na, props, utype, grid, base_pos, noise, enemy_order, target, 
 
 
 @njit(cache=True)
-def sim_reset(mask, na, props, utype, grid, nav, base_pos, noise, enemy_order, target, target2, S, rng):
-    """Respawn every env with ``mask[e]`` (see :func:`_reset_env`), then run SMAC's :func:`_first_loop`."""
+def sim_reset(
+    mask, na, props, utype, grid, nav, base_pos, noise, enemy_order, target, target2, S, rng, first_loop
+):
+    """Respawn every env with ``mask[e]`` (see :func:`_reset_env`), then, with ``first_loop`` (SMAC's
+    reset), run :func:`_first_loop`."""
     for e in range(S.shape[0]):
         if mask[e]:
             _reset_env(e, na, props, utype, grid, base_pos, noise, enemy_order, target, target2, S, rng)
-            _first_loop(e, na, props, utype, grid, nav, S, rng)
+            if first_loop:
+                _first_loop(e, na, props, utype, grid, nav, S, rng)
 
 
 # ---------------------------------------------------------------- envs with their own units (SMACv2)

@@ -221,7 +221,7 @@ class SMACv2Env(StarCraft2Env):
             return self._game
         from marl.envs.smac.sim.engine import SimEngine
 
-        return SimEngine(self.spec, seed=seed)
+        return SimEngine(self.spec, seed=seed, first_loop=False)  # SMACv2's reset: no loop (stepper)
 
     def get_rng_state(self) -> dict[str, Any]:
         """The state of the team/position generator before the next episode's draw (for exact resume)."""
