@@ -44,31 +44,34 @@ def _estimates(rly, scores, func, reps: int, seed: int):
         np.random.set_state(saved)
 
 
+def _rows(
+    scores: Mapping[str, np.ndarray], names: Sequence[str], func, reps: int, seed: int
+) -> dict[str, dict[str, float]]:
+    """Per key of ``scores`` ((runs, tasks) arrays): each of ``func``'s statistics (``names``, in order)
+    with its 95 % stratified bootstrap CI (``<name>``, ``<name>_lo``, ``<name>_hi``), and ``n_runs``."""
+    rly, _ = _rly()
+    out = {}
+    for key, arr in scores.items():
+        arr = np.asarray(arr, dtype=np.float64)
+        point, (lo, hi) = (v[key] for v in _estimates(rly, {key: arr}, func, reps, seed))
+        row: dict[str, float] = {}
+        for i, name in enumerate(names):
+            row.update({name: float(point[i]), f"{name}_lo": float(lo[i]), f"{name}_hi": float(hi[i])})
+        out[key] = {**row, "n_runs": int(arr.shape[0])}
+    return out
+
+
 def iqm_and_mean(
     scores: Mapping[str, np.ndarray], reps: int = 2_000, seed: int = 0
 ) -> dict[str, dict[str, float]]:
     """Per key of ``scores`` ((runs, tasks) arrays): ``iqm``, ``iqm_lo``, ``iqm_hi``, ``mean``, ``mean_lo``,
     ``mean_hi`` (95 % stratified bootstrap CIs over runs, within each task) and ``n_runs``."""
-    rly, metrics = _rly()
+    _, metrics = _rly()
 
     def both(s: np.ndarray) -> np.ndarray:
         return np.array([metrics.aggregate_iqm(s), metrics.aggregate_mean(s)])
 
-    out = {}
-    for key, arr in scores.items():
-        arr = np.asarray(arr, dtype=np.float64)
-        point, ci = _estimates(rly, {key: arr}, both, reps, seed)
-        (iqm, mean), (lo, hi) = point[key], ci[key]
-        out[key] = {
-            "iqm": float(iqm),
-            "iqm_lo": float(lo[0]),
-            "iqm_hi": float(hi[0]),
-            "mean": float(mean),
-            "mean_lo": float(lo[1]),
-            "mean_hi": float(hi[1]),
-            "n_runs": int(arr.shape[0]),
-        }
-    return out
+    return _rows(scores, ("iqm", "mean"), both, reps, seed)
 
 
 AGGREGATES = ("iqm", "median", "mean", "optimality_gap")
@@ -80,7 +83,7 @@ def aggregates(
     """rliable's four aggregate metrics of each key's (runs, tasks) array: IQM over every (run, task)
     score, median and mean of the per-task means, and optimality gap (the mean shortfall below ``gamma``),
     each with its 95 % CI from a bootstrap stratified by task (Agarwal et al. 2021), and ``n_runs``."""
-    rly, metrics = _rly()
+    _, metrics = _rly()
 
     def four(s: np.ndarray) -> np.ndarray:
         return np.array(
@@ -92,15 +95,7 @@ def aggregates(
             ]
         )
 
-    out = {}
-    for key, arr in scores.items():
-        arr = np.asarray(arr, dtype=np.float64)
-        point, (lo, hi) = (v[key] for v in _estimates(rly, {key: arr}, four, reps, seed))
-        row: dict[str, float] = {"n_runs": int(arr.shape[0])}
-        for i, name in enumerate(AGGREGATES):
-            row.update({name: float(point[i]), f"{name}_lo": float(lo[i]), f"{name}_hi": float(hi[i])})
-        out[key] = row
-    return out
+    return _rows(scores, AGGREGATES, four, reps, seed)
 
 
 def probability_of_improvement(

@@ -43,19 +43,17 @@ def shared_tasks(runs: Sequence[Run]) -> dict[str, tuple[list[str], dict[str, di
     }
 
 
+def _matrices(tasks: list[str], algs: dict[str, dict[str, list[Run]]]) -> dict[str, np.ndarray]:
+    """Per algorithm, the (runs, tasks) matrix of final scores, each task cut to the fewest seeds any
+    (task, algorithm) has (rliable needs a matrix)."""
+    n = min(len(algs[a][t]) for a in algs for t in tasks)
+    return {a: np.array([[algs[a][t][i].final for t in tasks] for i in range(n)]) for a in sorted(algs)}
+
+
 def score_matrices(runs: Sequence[Run]) -> dict[str, dict[str, np.ndarray]]:
     """Per env: per algorithm, a (runs, tasks) matrix of final scores over the maps every algorithm of
-    that env ran (:func:`shared_tasks`), each task cut to the fewest seeds any (task, algorithm) has
-    (rliable needs a matrix)."""
-    out = {}
-    for env, (tasks, algs) in shared_tasks(runs).items():
-        if not tasks:
-            continue
-        n = min(len(algs[a][t]) for a in algs for t in tasks)
-        out[env] = {
-            a: np.array([[algs[a][t][i].final for t in tasks] for i in range(n)]) for a in sorted(algs)
-        }
-    return out
+    that env ran (:func:`shared_tasks`), each task cut to the fewest seeds any (task, algorithm) has."""
+    return {env: _matrices(tasks, algs) for env, (tasks, algs) in shared_tasks(runs).items() if tasks}
 
 
 def aggregate(runs: Sequence[Run], reps: int = 2_000, seed: int = 0) -> list[dict[str, Any]]:
@@ -63,11 +61,10 @@ def aggregate(runs: Sequence[Run], reps: int = 2_000, seed: int = 0) -> list[dic
     algorithm over those maps (the first ``n`` seeds of each, ``n`` the fewest any map and algorithm has)
     and the probability of improvement between each pair of algorithms, averaged over the maps."""
     out = []
-    shared = shared_tasks(runs)
-    for env, mats in score_matrices(runs).items():
-        tasks = shared[env][0]
+    for env, (tasks, algs) in shared_tasks(runs).items():
         if len(tasks) < 2:
             continue
+        mats = _matrices(tasks, algs)
         poi = [
             {"x": x, "y": y, **stats.probability_of_improvement(mats[x], mats[y], reps, seed)}
             for x, y in itertools.permutations(sorted(mats), 2)

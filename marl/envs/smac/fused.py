@@ -162,11 +162,12 @@ def step_envs_parallel(chunks, mask, actions, avail_now, eng, S, rng, ep, rules,
 @njit(cache=True)
 def reset_env(e, eng, spawn, S, rng, ep, view):
     """A new episode in env ``e``: respawn, step count, last actions and death trackers cleared, observed.
-    ``spawn`` = (base positions, spawn noise, order target, second target)."""
+    ``spawn`` = (base positions, spawn noise, order target, second target, first loop)."""
     na, props, utype, grid, order = eng[0], eng[1], eng[2], eng[3], eng[5]
     steps, last_action, dead, running = ep[0], ep[1], ep[2], ep[3]
     _reset_env(e, na, props, utype, grid, spawn[0], spawn[1], order, spawn[2], spawn[3], S, rng)
-    _first_loop(e, na, props, utype, grid, eng[4], S, rng)
+    if spawn[4]:
+        _first_loop(e, na, props, utype, grid, eng[4], S, rng)
     steps[e] = 0
     last_action[e] = 0.0
     dead[e] = False
@@ -289,9 +290,10 @@ def fused_args(env: Any) -> tuple[tuple, tuple, tuple]:
 
 
 def spawn_args(env: Any) -> tuple:
-    """``spawn`` of :func:`reset_env`: the engine's base positions, spawn noise and order targets."""
+    """``spawn`` of :func:`reset_env`: the engine's base positions, spawn noise, order targets and whether
+    its resets end with SMAC's first loop (``BatchedSimEngine.first_loop``)."""
     eng = env.engine
-    return eng.base_pos, SPAWN_NOISE, eng._target, eng._target2
+    return eng.base_pos, SPAWN_NOISE, eng._target, eng._target2, eng.first_loop
 
 
 def view_args(env: Any, avail: np.ndarray, obs: np.ndarray, state: np.ndarray) -> tuple:
