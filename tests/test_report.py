@@ -210,6 +210,8 @@ def test_aggregate_over_maps_matches_a_direct_computation(tmp_path):
         ("vdn", "m1"): [0.0, 0.2],
         ("vdn", "m2"): [0.6, 0.4, 0.3],
         ("vdn", "m3"): [0.7],  # a map QMIX never ran: left out of the aggregate
+        ("qmix", "m4"): [0.3],  # one seed each: 3 maps x 1 seed keep fewer runs than 2 maps x 2 seeds
+        ("vdn", "m4"): [0.9],
     }
     for (alg, task), values in finals.items():
         for seed, f in enumerate(values):

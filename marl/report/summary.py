@@ -33,14 +33,23 @@ def steps_to_target(runs: Sequence[Run]) -> tuple[np.ndarray, int]:
 
 
 def shared_tasks(runs: Sequence[Run]) -> dict[str, tuple[list[str], dict[str, dict[str, list[Run]]]]]:
-    """Per env: the maps every algorithm of that env ran (sorted), and its runs by algorithm and map."""
+    """Per env: the maps an aggregate over maps uses (sorted), and its runs by algorithm and map.
+
+    A map counts when every algorithm of the env ran it with at least ``n`` seeds, where ``n`` is chosen
+    to keep the most runs (``n`` times the maps that have it; a tie goes to more seeds): a suite still
+    under way then aggregates its finished maps at full seeds instead of every map at one seed."""
     by_env: dict[str, dict[str, dict[str, list[Run]]]] = defaultdict(lambda: defaultdict(dict))
     for (env, task, alg), rs in groups(runs).items():
         by_env[env][alg][task] = rs
-    return {
-        env: (sorted(set.intersection(*(set(t) for t in algs.values()))), algs)
-        for env, algs in by_env.items()
-    }
+    out = {}
+    for env, algs in by_env.items():
+        common = set.intersection(*(set(t) for t in algs.values()))
+        fewest = {t: min(len(algs[a][t]) for a in algs) for t in common}
+        best = max(
+            set(fewest.values()), key=lambda n: (n * sum(f >= n for f in fewest.values()), n), default=0
+        )
+        out[env] = (sorted(t for t, f in fewest.items() if f >= best), algs)
+    return out
 
 
 def _matrices(tasks: list[str], algs: dict[str, dict[str, list[Run]]]) -> dict[str, np.ndarray]:
@@ -52,14 +61,14 @@ def _matrices(tasks: list[str], algs: dict[str, dict[str, list[Run]]]) -> dict[s
 
 def score_matrices(runs: Sequence[Run]) -> dict[str, dict[str, np.ndarray]]:
     """Per env: per algorithm, a (runs, tasks) matrix of final scores over the maps every algorithm of
-    that env ran (:func:`shared_tasks`), each task cut to the fewest seeds any (task, algorithm) has."""
+    that env ran with enough seeds (:func:`shared_tasks`), each cut to the fewest seeds any has."""
     return {env: _matrices(tasks, algs) for env, (tasks, algs) in shared_tasks(runs).items() if tasks}
 
 
 def aggregate(runs: Sequence[Run], reps: int = 2_000, seed: int = 0) -> list[dict[str, Any]]:
     """Per environment whose algorithms share two or more maps: rliable's aggregate metrics of every
-    algorithm over those maps (the first ``n`` seeds of each, ``n`` the fewest any map and algorithm has)
-    and the probability of improvement between each pair of algorithms, averaged over the maps."""
+    algorithm over those maps (:func:`shared_tasks`; the first ``n`` seeds of each, ``n`` the fewest any
+    of those maps and algorithms has) and the probability of improvement between each pair of algorithms, averaged over the maps."""
     out = []
     for env, (tasks, algs) in shared_tasks(runs).items():
         if len(tasks) < 2:
@@ -217,8 +226,8 @@ def _aggregate_lines(agg: list[dict[str, Any]], metric: str, heading: str) -> li
         "",
         f"{heading} Aggregate over maps (final {metric})",
         "",
-        "rliable's aggregate metrics over every map that all of an environment's algorithms ran, the same "
-        "number of seeds per map (listed below the table): IQM of all (run, map) scores, median and mean of "
+        "rliable's aggregate metrics over the maps that all of an environment's algorithms ran with n or more "
+        "seeds, the first n of each (n chosen to keep the most runs; maps and n listed below the table): IQM of all (run, map) scores, median and mean of "
         "the per-map means, optimality gap (mean shortfall below 1), each with its 95 % bootstrap CI "
         "stratified by map; P(X > Y) averaged over the maps.",
         "",
