@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from marl.envs.smac.sim.engine import SimEngine, spawn_layout
-from marl.envs.smac.sim.units import S_CD, S_EN, S_HP, S_SH, S_SINCE, S_X, S_Y
+from marl.envs.smac.sim.units import CONTACT, S_CD, S_EN, S_HP, S_SH, S_SINCE, S_X, S_Y
 from marl.envs.smac.types import EnemyOrder, MapSpec, UnitGroup
 
 OPEN = np.ones((32, 32), dtype=bool)
@@ -176,6 +176,22 @@ def test_moves_go_two_units_and_walls_block():
     before = tab.allies.pos.copy()
     tab = eng.step(np.array([0, 0]))
     np.testing.assert_allclose(tab.allies.pos, before)
+
+
+def test_units_touch_at_the_games_contact_distance():
+    """D: the game lets two marines stand 0.6885 apart (CONTACT x both radii) and pushes closer ones back
+    to it; the engine does the same, whatever stands between 0.6885 and 0.75 stays put."""
+    spec = spec_of([("marine", 2, (10, 10))], [("marine", 1, (30, 30))])
+    eng, S = engine(spec)
+    contact = CONTACT * 2 * 0.375
+    assert contact == pytest.approx(0.6885, abs=5e-4)
+    S[0, S_X], S[0, S_Y], S[1, S_X], S[1, S_Y] = 10.0, 10.0, 10.72, 10.0
+    tab = eng.step(np.array([1, 1]))  # both stop: 0.72 apart, overlapping by the radii but not pushed
+    assert np.linalg.norm(tab.allies.pos[0] - tab.allies.pos[1]) == pytest.approx(0.72)
+    S[1, S_X] = 10.5
+    tab = eng.step(np.array([1, 1]))  # 0.5 apart: pushed back to the contact distance, half each
+    assert np.linalg.norm(tab.allies.pos[0] - tab.allies.pos[1]) == pytest.approx(contact)
+    assert tab.allies.pos[0, 0] + tab.allies.pos[1, 0] == pytest.approx(20.5)
 
 
 def test_attack_approaches_to_range_plus_radii_then_fires():

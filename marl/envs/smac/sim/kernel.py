@@ -13,9 +13,10 @@ A tick (one game loop): units act in a freshly shuffled order; each living unit 
 cooldown down by one loop, then runs its attack in progress (the weapon's wind-up) or else its order
 (moving ``speed`` per loop, or starting an attack when its cooldown is at 0); a missile in flight lands
 when its flight time has run out, whether or not its launcher lives.  Then overlapping ground units are
-pushed apart (each by half the overlap; a structure is never pushed).  Ground units walk straight to their
-goal when that is as short as in open ground, else toward the neighbouring cell with the shortest walk
-left (a cell-level BFS table, ``physics.nav_table``); blocked cells stop them and they slide along walls.
+pushed apart (each by half the overlap; contact at ``units.CONTACT`` x the sum of their radii; a
+structure is never pushed).  Ground units walk straight to their goal when that is as short as in open
+ground, else toward the neighbouring cell with the shortest walk left (a cell-level BFS table,
+``physics.nav_table``); blocked cells stop them and they slide along walls.
 Approximations: missiles fly the distance at launch (guided, no path), no turning or acceleration, no
 unit-aware path planning (pushes instead of ORCA).
 """
@@ -38,6 +39,7 @@ from marl.envs.smac.sim.units import (
     AIR,
     ATTR,
     BIO,
+    CONTACT,
     ENERGY_MAX,
     ENERGY_REGEN,
     HEAL_START_ENERGY,
@@ -187,7 +189,9 @@ def _regen(e, i, props, utype, S):
 
 @njit(cache=True)
 def _push(e, props, utype, grid, S, rng, buf, idx):
-    """Separate overlapping living ground units (each moves half the overlap; structures stay).
+    """Separate overlapping living ground units (each moves half the overlap; structures stay). Two units
+    overlap when closer than ``CONTACT`` x the sum of their radii: the game lets marines stand at 0.918 x
+    their radii's sum and pushes them back to it (D, ``units.CONTACT``).
 
     ``buf`` (U, 4) and ``idx`` (U,) are scratch: the living ground units are gathered first so the
     O(n^2) pair scan runs over small contiguous arrays.
@@ -205,7 +209,7 @@ def _push(e, props, utype, grid, S, rng, buf, idx):
             n += 1
     for p in range(n):
         for q in range(p + 1, n):
-            rr = buf[p, 2] + buf[q, 2]
+            rr = (buf[p, 2] + buf[q, 2]) * CONTACT
             dx = buf[q, 0] - buf[p, 0]
             if dx >= rr or dx <= -rr:
                 continue
