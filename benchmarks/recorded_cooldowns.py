@@ -25,9 +25,6 @@ read from the engine's SMAC state exactly as from the game's). Results: ``result
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -38,7 +35,7 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recorded_episodes import Episode, sequences, stitch  # noqa: E402
+from recorded_episodes import Episode, emit, episodes_or_exit, run_header  # noqa: E402
 
 from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
 from marl.envs.smac.sim.units import CD_JITTER_HI, CD_JITTER_LO, COOLDOWN, PROPS, type_ids  # noqa: E402
@@ -168,25 +165,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None, help="write the Markdown table here")
     args = ap.parse_args(argv)
-    missing = [str(f) for f in args.files if not f.is_file()]
-    if missing:
-        ap.error(f"no such file(s): {', '.join(missing)}; give og-marl's 3m TFRecord files")
     t0 = time.time()
-    episodes, _ = stitch(sequences(sorted(args.files)), N, 6 + M)
-    if not episodes:
-        ap.error("no episode found in those files")
+    episodes = episodes_or_exit(ap, args.files, N, M)
     game = laws(transitions(episodes))
     eng = laws(transitions(engine_episodes(args.engine_episodes, args.seed)))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout
-    shown = sys.argv[1:] if argv is None else argv
     lines = [
         "# Weapon timing: the game's 3m episodes beside the engine",
         "",
-        f"- command: `python benchmarks/recorded_cooldowns.py {' '.join(str(a) for a in shown)}`",
-        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; engine commit {commit.strip()}; "
-        f"{len(episodes)} recorded episodes, {args.engine_episodes} engine episodes (seed {args.seed})",
-        f"- machine: {platform.processor() or platform.machine()}, nproc {os.cpu_count()}, load "
-        f"{os.getloadavg()[0]:.2f}; wall-clock {time.time() - t0:.0f} s",
+        *run_header(
+            "recorded_cooldowns.py",
+            argv,
+            t0,
+            f"{len(episodes)} recorded episodes, {args.engine_episodes} engine episodes (seed {args.seed})",
+        ),
         f"- Period {PERIOD:.4f} loops (X); the state's cooldown times 15 (SMAC's marine maximum) is in loops",
         "",
         "| statistic | game (D) | engine |",
@@ -194,10 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for key, label, fmt in ROWS:
         lines.append(f"| {label} | {fmt.format(game[key])} | {fmt.format(eng[key])} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text, encoding="utf-8")
+    emit(lines, args.out)
     return 0
 
 

@@ -19,7 +19,12 @@ health`` (365 on 3m) gives 20 (SMAC, ``docs/smac.md`` section 5), so only a win 
 
 from __future__ import annotations
 
+import argparse
+import os
+import platform
+import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +101,40 @@ def stitch(
         group.append((name, ex))
     close()
     return episodes, stats
+
+
+def episodes_or_exit(ap: argparse.ArgumentParser, files: list[Path], n: int, m: int) -> list[Episode]:
+    """The recorded episodes of ``files`` (og-marl TFRecords of a map with ``n`` agents and ``m`` enemies),
+    or the parser's error naming what is missing."""
+    missing = [str(f) for f in files if not Path(f).is_file()]
+    if missing:
+        ap.error(f"no such file(s): {', '.join(missing)}; give og-marl's TFRecord files of the map")
+    episodes, _ = stitch(sequences(sorted(files)), n, 6 + m)
+    if not episodes:
+        ap.error("no episode found in those files")
+    return episodes
+
+
+def run_header(script: str, argv: list[str] | None, t0: float, runs: str) -> list[str]:
+    """The command, date, engine commit, ``runs`` (what was read and run), machine, load and wall-clock
+    lines that head a results file of ``benchmarks/<script>``."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout
+    shown = sys.argv[1:] if argv is None else argv
+    return [
+        f"- command: `python benchmarks/{script} {' '.join(str(a) for a in shown)}`",
+        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; engine commit {commit.strip()}; "
+        f"{runs}",
+        f"- machine: {platform.processor() or platform.machine()}, nproc {os.cpu_count()}, load "
+        f"{os.getloadavg()[0]:.2f}; wall-clock {time.time() - t0:.0f} s",
+    ]
+
+
+def emit(lines: list[str], out: Path | None) -> None:
+    """Print a results file and write it to ``out`` if given."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out:
+        out.write_text(text, encoding="utf-8")
 
 
 def unpack(state_TS: np.ndarray, n: int, m: int, centre: np.ndarray, extent: float) -> dict[str, np.ndarray]:

@@ -28,9 +28,6 @@ one in the way moved at all. Results: ``results/recorded_movement.md``.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -41,7 +38,7 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recorded_episodes import Episode, sequences, stitch, unpack  # noqa: E402
+from recorded_episodes import Episode, emit, episodes_or_exit, run_header, unpack  # noqa: E402
 from replay_engine import replay  # noqa: E402
 
 from marl.envs.smac.maps import load_map  # noqa: E402
@@ -209,28 +206,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="+", type=Path, help="og-marl TFRecord files of 3m")
     ap.add_argument("--out", type=Path, default=None, help="write the Markdown table here")
     args = ap.parse_args(argv)
-    missing = [str(f) for f in args.files if not f.is_file()]
-    if missing:
-        ap.error(f"no such file(s): {', '.join(missing)}; give og-marl's 3m TFRecord files")
     t0 = time.time()
-    episodes, _ = stitch(sequences(sorted(args.files)), N, 6 + M)
-    if not episodes:
-        ap.error("no episode found in those files")
+    episodes = episodes_or_exit(ap, args.files, N, M)
     pos = {"game (D)": game_positions(episodes), "engine": engine_positions(episodes)}
     game, eng = (summary(move_steps(episodes, pos[k])) for k in pos)
     p = agreement(game, eng)
     touch = {k: contacts(episodes, v) for k, v in pos.items()}
     way = {k: in_the_way(episodes, v) for k, v in pos.items()}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout
-    shown = sys.argv[1:] if argv is None else argv
     lines = [
         "# Movement per step: the game's 3m episodes beside the engine's replays of them",
         "",
-        f"- command: `python benchmarks/recorded_movement.py {' '.join(str(a) for a in shown)}`",
-        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; engine commit {commit.strip()}; "
-        f"{len(episodes)} recorded episodes, each replayed once in the engine with the game's ally actions",
-        f"- machine: {platform.processor() or platform.machine()}, nproc {os.cpu_count()}, load "
-        f"{os.getloadavg()[0]:.2f}; wall-clock {time.time() - t0:.0f} s",
+        *run_header(
+            "recorded_movement.py",
+            argv,
+            t0,
+            f"{len(episodes)} recorded episodes, each replayed once in the engine with the game's ally "
+            "actions",
+        ),
         f"- a full step walks {FULL:.3f} along the order (8 loops at {PER_LOOP:.4f} per loop, X); lost loops "
         f"= (full - walked) / per loop; histogram bins {list(BINS)}; chi-square on the bins < 0.1, "
         "0.1-2.9, 2.9-5.9, more",
@@ -267,10 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(
                 f"| {k} | {kind} | {x['n']} | {x['loss']:.2f} | {x['stuck']:.2f} | {x['moved']:.2f} |"
             )
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        args.out.write_text(text, encoding="utf-8")
+    emit(lines, args.out)
     return 0
 
 
