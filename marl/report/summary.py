@@ -68,7 +68,8 @@ def score_matrices(runs: Sequence[Run]) -> dict[str, dict[str, np.ndarray]]:
 def aggregate(runs: Sequence[Run], reps: int = 2_000, seed: int = 0) -> list[dict[str, Any]]:
     """Per environment whose algorithms share two or more maps: rliable's aggregate metrics of every
     algorithm over those maps (:func:`shared_tasks`; the first ``n`` seeds of each, ``n`` the fewest any
-    of those maps and algorithms has) and the probability of improvement between each pair of algorithms, averaged over the maps."""
+    of those maps and algorithms has) and the probability of improvement between each pair of algorithms,
+    averaged over the maps."""
     out = []
     for env, (tasks, algs) in shared_tasks(runs).items():
         if len(tasks) < 2:
@@ -226,10 +227,11 @@ def _aggregate_lines(agg: list[dict[str, Any]], metric: str, heading: str) -> li
         "",
         f"{heading} Aggregate over maps (final {metric})",
         "",
-        "rliable's aggregate metrics over the maps that all of an environment's algorithms ran with n or more "
-        "seeds, the first n of each (n chosen to keep the most runs; maps and n listed below the table): IQM of all (run, map) scores, median and mean of "
-        "the per-map means, optimality gap (mean shortfall below 1), each with its 95 % bootstrap CI "
-        "stratified by map; P(X > Y) averaged over the maps.",
+        "rliable's aggregate metrics over the maps that all of an environment's algorithms ran with n or "
+        "more seeds, the first n of each (n chosen to keep the most runs; maps and n listed below the "
+        "table): IQM of all (run, map) scores, median and mean of the per-map means, optimality gap (mean "
+        "shortfall below 1), each with its 95 % bootstrap CI stratified by map; P(X > Y) averaged over the "
+        "maps.",
         "",
         "| env | alg | maps | IQM | median | mean | optimality gap |",
         "|---|---|---|---|---|---|---|",
