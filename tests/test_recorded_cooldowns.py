@@ -17,9 +17,10 @@ from recorded_episodes import Episode  # noqa: E402
 def test_the_engine_shows_the_games_laws_read_from_its_state():
     law = rc.laws(rc.transitions(rc.engine_episodes(60, seed=3, n_envs=8)))
     assert law["fresh n"] > 20 and law["continuing n"] > 50
-    # stops at range + both radii (5.75); the game's firing allies never move (D), the engine's may be pushed
-    # now and then by a walking ally (the push-priority gap, results/recorded_movement.md "In the way")
-    assert law["stand share"] >= 0.97 and law["walk share"] > 0.9
+    # stops at range + both radii (5.75) and fires unmoved (firing units are not pushed, as in D); beyond it
+    # walks first, unless held behind a firing ally (the game's allies always walked: 160 of 160; the
+    # engine's 0.89 over 400 episodes, results/recorded_cooldowns.md)
+    assert law["stand share"] == 1.0 and law["walk share"] > 0.75
     assert law["fresh in body"] == 1.0  # Period + delay - 7, delay in [-1, +2]
     assert law["fresh distinct values"] > 0.9 * law["fresh n"]  # any real delay, not whole loops
     assert law["carry min"] >= -1 - 1e-4 and law["carry max"] <= 2 + 1e-4  # the carried part, exactly

@@ -194,6 +194,29 @@ def test_units_touch_at_the_games_contact_distance():
     assert tab.allies.pos[0, 0] + tab.allies.pos[1, 0] == pytest.approx(20.5)
 
 
+def test_a_firing_unit_stands_and_a_walker_goes_round_it():
+    """D: the game's allies firing in a walking ally's way do not move; the walker goes round them."""
+    spec = spec_of([("marine", 2, (10, 10))], [("marine", 1, (30, 30))])
+    eng, S = engine(spec)
+    S[0, S_X], S[0, S_Y], S[1, S_X], S[1, S_Y] = 10.0, 10.0, 8.0, 10.0
+    S[2, S_X], S[2, S_Y] = 14.5, 10.0  # within ally 0's reach (5.75), straight ahead of ally 1's walk
+    for _ in range(4):
+        tab = eng.step(np.array([6, 4]))  # ally 0 fires at the enemy, ally 1 walks east through it
+    assert tuple(tab.allies.pos[0]) == (10.0, 10.0)  # never pushed
+    assert tab.allies.pos[1, 0] > 10.0 and abs(tab.allies.pos[1, 1] - 10.0) > 0.3  # went round it
+    assert tab.enemies.health[0] < 45
+
+
+def test_an_idle_unit_gives_way_to_a_walking_one():
+    """D: stopped allies in a walking ally's way move, and the walker loses next to nothing."""
+    spec = spec_of([("marine", 2, (10, 10))], [("marine", 1, (30, 30))])
+    eng, S = engine(spec)
+    S[0, S_X], S[0, S_Y], S[1, S_X], S[1, S_Y] = 10.0, 10.0, 8.9, 10.0
+    tab = eng.step(np.array([1, 4]))  # ally 0 stops, ally 1 walks east into it
+    assert tab.allies.pos[1, 0] == pytest.approx(8.9 + 2.25 / 2)  # a full step of 8 loops
+    assert tab.allies.pos[0, 0] > 10.0  # pushed ahead of it
+
+
 def test_attack_approaches_to_range_plus_radii_then_fires():
     spec = spec_of([("marine", 1, (5, 16))], [("marine", 1, (17, 16))])
     eng, _ = engine(spec)

@@ -251,9 +251,10 @@ def _step_with_attack_order(S, utype, rng, act_from_loop=1):
     """One agent step of unit 0 under an attack order on unit 1 (which stands still): each loop its
     regeneration and cooldown countdown, then (from loop ``act_from_loop`` on) its action; then the step's
     end. Returns the random delay its attack drew (from a copy of the stream)."""
-    from marl.envs.smac.sim.kernel import ATTACK, _regen
+    from marl.envs.smac.sim.kernel import _regen
     from marl.envs.smac.sim.physics import rand_uniform
     from marl.envs.smac.sim.stepper import _settle_cooldowns
+    from marl.envs.smac.sim.units import ATTACK
 
     S[0, 0, U.S_OK], S[0, 0, U.S_TGT] = ATTACK, 1
     delay = U.CD_JITTER_LO + (U.CD_JITTER_HI - U.CD_JITTER_LO) * rand_uniform(rng.copy(), 0)

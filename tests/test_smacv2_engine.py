@@ -29,8 +29,7 @@ def test_replay_of_the_previous_episode_draws_its_own_team(tmp_path, monkeypatch
 
 def test_enemies_attack_the_closest_ally_as_the_smacv2_map_trigger() -> None:
     from marl.envs.smac.sim.engine import SimEngine
-    from marl.envs.smac.sim.kernel import ATTACK
-    from marl.envs.smac.sim.units import S_HP, S_OK, S_TGT
+    from marl.envs.smac.sim.units import ATTACK, S_HP, S_OK, S_TGT
     from marl.envs.smac.smacv2.env import episode_spec
 
     sc = SCENARIOS["protoss_5_vs_5"]

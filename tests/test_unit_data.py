@@ -164,6 +164,7 @@ def test_rule_constants_are_the_tables():
     assert U.HEAL_START_ENERGY == RULES["medivac_heal_start_energy"]["value"]
     assert U.ENERGY_REGEN == RULES["energy_regen_per_s"]["value"] * per_loop
     assert U.CONTACT == RULES["contact_factor"]["value"]
+    assert U.SLIDE == RULES["contact_slide"]["value"]
     assert all(r.get("source") for r in RULES.values())
     assert all(row.get("source") for row in DATA.values())
 

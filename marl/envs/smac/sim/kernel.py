@@ -12,13 +12,13 @@ go idle when it dies; enemies get it only from the ``attack_nearest`` order of S
 A tick (one game loop): units act in a freshly shuffled order; each living unit regenerates, counts its
 cooldown down by one loop, then runs its attack in progress (the weapon's wind-up) or else its order
 (moving ``speed`` per loop, or starting an attack when its cooldown is at 0); a missile in flight lands
-when its flight time has run out, whether or not its launcher lives.  Then overlapping ground units are
-pushed apart (each by half the overlap; contact at ``units.CONTACT`` x the sum of their radii; a
-structure is never pushed).  Ground units walk straight to their goal when that is as short as in open
-ground, else toward the neighbouring cell with the shortest walk left (a cell-level BFS table,
-``physics.nav_table``); blocked cells stop them and they slide along walls.
+when its flight time has run out, whether or not its launcher lives.  Then ground units that touch are
+pushed apart, the one that gives way by the whole overlap (``contact``: units firing stand, idle ones give
+way, a walker slides round what it may not push).  Ground units walk straight to their goal when that is
+as short as in open ground, else toward the neighbouring cell with the shortest walk left (a cell-level
+BFS table, ``physics.nav_table``); blocked cells stop them and they slide along walls.
 Approximations: missiles fly the distance at launch (guided, no path), no turning or acceleration, no
-unit-aware path planning (pushes instead of ORCA).
+unit-aware path planning (pushes and a slide instead of the game's steering).
 """
 
 from __future__ import annotations
@@ -30,24 +30,24 @@ from numba import njit
 from marl.envs.smac.sim.physics import (
     can_hit,
     dist,
-    rand_uniform,
     reach,
     step_toward,
-    try_move,
 )
 from marl.envs.smac.sim.units import (
-    AIR,
+    ATTACK,
     ATTR,
     BIO,
-    CONTACT,
     ENERGY_MAX,
     ENERGY_REGEN,
+    HEAL,
     HEAL_START_ENERGY,
     HEALER,
     HP,
     HP_PER_ENERGY,
+    IDLE,
     MEDIVAC_AUTOCAST_RANGE,
     MEDIVAC_HEAL,
+    MOVE,
     RADIUS,
     RANGE,
     S_CD,
@@ -71,8 +71,6 @@ from marl.envs.smac.sim.units import (
     ZERG_REGEN,
 )
 from marl.envs.smac.sim.weapons import _attack, _wind_up
-
-IDLE, MOVE, ATTACK, HEAL, AMOVE = 0, 1, 2, 3, 4
 
 
 @njit(cache=True)
@@ -185,55 +183,3 @@ def _regen(e, i, props, utype, S):
         S[e, i, S_CD] = cd - 1.0  # below 0: the weapon came ready part-way through this loop (carried)
     elif cd < 0.0:
         S[e, i, S_CD] = 0.0  # ready since an earlier loop and unused: nothing left to carry
-
-
-@njit(cache=True)
-def _push(e, props, utype, grid, S, rng, buf, idx):
-    """Separate overlapping living ground units (each moves half the overlap; structures stay). Two units
-    overlap when closer than ``CONTACT`` x the sum of their radii: the game lets marines stand at 0.918 x
-    their radii's sum and pushes them back to it (D, ``units.CONTACT``).
-
-    ``buf`` (U, 4) and ``idx`` (U,) are scratch: the living ground units are gathered first so the
-    O(n^2) pair scan runs over small contiguous arrays.
-    """
-    u = S.shape[1]
-    n = 0
-    for a in range(u):
-        ua = utype[a]
-        if S[e, a, S_HP] > 0.0 and props[ua, AIR] == 0:
-            idx[n] = a
-            buf[n, 0] = S[e, a, S_X]
-            buf[n, 1] = S[e, a, S_Y]
-            buf[n, 2] = props[ua, RADIUS]
-            buf[n, 3] = 1.0 if props[ua, SPEED] > 0 else 0.0
-            n += 1
-    for p in range(n):
-        for q in range(p + 1, n):
-            rr = (buf[p, 2] + buf[q, 2]) * CONTACT
-            dx = buf[q, 0] - buf[p, 0]
-            if dx >= rr or dx <= -rr:
-                continue
-            dy = buf[q, 1] - buf[p, 1]
-            if dy >= rr or dy <= -rr:
-                continue
-            d = math.sqrt(dx * dx + dy * dy)
-            if d >= rr:
-                continue
-            ma = buf[p, 3] > 0
-            mb = buf[q, 3] > 0
-            if not (ma or mb):
-                continue
-            if d < 1e-6:
-                ang = 2.0 * math.pi * rand_uniform(rng, e)
-                dx, dy, d = math.cos(ang), math.sin(ang), 1.0
-            over = (rr - d) * (0.5 if (ma and mb) else 1.0) / d
-            if ma:
-                a = idx[p]
-                try_move(e, a, buf[p, 0] - dx * over, buf[p, 1] - dy * over, S, props, utype, grid)
-                buf[p, 0] = S[e, a, S_X]
-                buf[p, 1] = S[e, a, S_Y]
-            if mb:
-                b = idx[q]
-                try_move(e, b, buf[q, 0] + dx * over, buf[q, 1] + dy * over, S, props, utype, grid)
-                buf[q, 0] = S[e, b, S_X]
-                buf[q, 1] = S[e, b, S_Y]

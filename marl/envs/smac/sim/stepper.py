@@ -5,26 +5,26 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from marl.envs.smac.sim.contact import _push
 from marl.envs.smac.sim.kernel import (
-    AMOVE,
-    ATTACK,
-    HEAL,
-    IDLE,
-    MOVE,
     _ally_act,
     _enemy_healer,
-    _push,
     _regen,
 )
 from marl.envs.smac.sim.physics import can_hit, rand_int, rand_uniform, walkable
 from marl.envs.smac.sim.targeting import _enemy_act
 from marl.envs.smac.sim.units import (
     AIR,
+    AMOVE,
+    ATTACK,
     CLIFF_WALK,
     ENERGY_START,
+    HEAL,
     HEALER,
     HP,
+    IDLE,
     LOOPS_PER_STEP,
+    MOVE,
     S_CD,
     S_EN,
     S_HP,

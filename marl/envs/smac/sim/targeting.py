@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from numba import njit
 
-from marl.envs.smac.sim.kernel import AMOVE, ATTACK, IDLE
 from marl.envs.smac.sim.physics import (
     can_hit,
     dist,
@@ -17,7 +16,10 @@ from marl.envs.smac.sim.physics import (
 )
 from marl.envs.smac.sim.units import (
     ACQUIRE,
+    AMOVE,
+    ATTACK,
     HEALER,
+    IDLE,
     RANGE,
     S_HP,
     S_LA,

@@ -29,12 +29,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from marl.envs.smac.sim.kernel import AMOVE, _push
+from marl.envs.smac.sim.contact import _push
 from marl.envs.smac.sim.physics import can_hit, dist, rand_int, reach, step_toward
 from marl.envs.smac.sim.stepper import _issue_orders, _settle_cooldowns, _shuffle, _update_unit
 from marl.envs.smac.sim.targeting import _busy, _fresh_attacker, _is_threat, _kept
 from marl.envs.smac.sim.units import (
     ACQUIRE,
+    AMOVE,
     LOOPS_PER_STEP,
     RANGE,
     S_HP,

@@ -1,0 +1,149 @@
+"""Contact between ground units in the embedded engine: who touches, who gives way, and how a walker goes
+round a unit it may not push (one pass per game loop, after every unit has acted; ``stepper``).
+
+Two units touch when closer than ``CONTACT`` x the sum of their radii, and who moves follows their push
+class (:func:`_push_class`); sources in ``units`` (``CONTACT``, ``SLIDE``) and ``docs/fidelity.md``,
+"Contact and who gives way".
+"""
+
+from __future__ import annotations
+
+import math
+
+from numba import njit
+
+from marl.envs.smac.sim.physics import dist, rand_uniform, reach, try_move
+from marl.envs.smac.sim.units import (
+    AIR,
+    AMOVE,
+    ATTACK,
+    CONTACT,
+    HEAL,
+    IDLE,
+    MOVE,
+    RADIUS,
+    RANGE,
+    S_HP,
+    S_OK,
+    S_OX,
+    S_OY,
+    S_TGT,
+    S_WU,
+    S_X,
+    S_Y,
+    SLIDE,
+    SPEED,
+)
+
+STRUCTURE, FIRING, BUSY, IDLING = 4.0, 3.0, 2.0, 1.0  # push classes: the lower gives way, equals share
+
+
+@njit(cache=True, inline="always")
+def _push_class(e, a, props, utype, S):
+    """Unit ``a``'s push class: a structure; a unit firing (its wind-up) or standing to fire at a living
+    target within its weapon's reach; any other busy unit (walking); an idle one."""
+    if props[utype[a], SPEED] <= 0.0:
+        return STRUCTURE
+    if S[e, a, S_WU] > 0.0:
+        return FIRING
+    k = int(S[e, a, S_OK])
+    if k == ATTACK or k == AMOVE:
+        t = int(S[e, a, S_TGT])
+        if t >= 0 and S[e, t, S_HP] > 0.0 and dist(e, a, t, S) <= reach(props, utype, a, t, RANGE):
+            return FIRING
+    return IDLING if k == IDLE else BUSY
+
+
+@njit(cache=True, inline="always")
+def _goal(e, a, S):
+    """Where unit ``a`` is heading: its target (attack, heal, or an attack-move's auto-target), else its
+    order point (move, attack-move); (nan, nan) when idle."""
+    k = int(S[e, a, S_OK])
+    t = int(S[e, a, S_TGT])
+    if (k == ATTACK or k == AMOVE or k == HEAL) and t >= 0:
+        return S[e, t, S_X], S[e, t, S_Y]
+    if k == MOVE or k == AMOVE:
+        return S[e, a, S_OX], S[e, a, S_OY]
+    return math.nan, math.nan
+
+
+@njit(cache=True, inline="always")
+def _slide(e, w, px, py, nx, ny, over, S, rng):
+    """The sideways step (dx, dy) of walker ``w`` at (px, py), pushed out along (nx, ny) by ``over`` from a
+    unit it may not push: ``SLIDE`` x ``over`` along the contact, to the side of its goal (a random side
+    when the goal lies straight behind the other), and none when it is not heading into the other."""
+    gx, gy = _goal(e, w, S)
+    if math.isnan(gx):
+        return 0.0, 0.0
+    gx -= px
+    gy -= py
+    if gx * nx + gy * ny >= 0.0:
+        return 0.0, 0.0
+    side = -gx * ny + gy * nx  # the goal's component along the tangent (-ny, nx)
+    if side == 0.0:
+        side = rand_uniform(rng, e) - 0.5
+    step = SLIDE * over if side > 0.0 else -SLIDE * over
+    return -ny * step, nx * step
+
+
+@njit(cache=True, inline="always")
+def _give_way(e, k, nx, ny, over, mine, theirs, props, utype, grid, S, rng, buf, idx):
+    """Move the unit in scratch slot ``k`` (class ``mine``) out of a contact with a unit of class
+    ``theirs``: all of ``over`` along (nx, ny), half to its like, plus a slide round a firing unit or a
+    structure."""
+    share = 0.5 if mine == theirs else 1.0
+    sx, sy = 0.0, 0.0
+    if theirs >= FIRING and mine < theirs:
+        sx, sy = _slide(e, idx[k], buf[k, 0], buf[k, 1], nx, ny, over, S, rng)
+    a = idx[k]
+    try_move(
+        e, a, buf[k, 0] + nx * over * share + sx, buf[k, 1] + ny * over * share + sy, S, props, utype, grid
+    )
+    buf[k, 0] = S[e, a, S_X]
+    buf[k, 1] = S[e, a, S_Y]
+
+
+@njit(cache=True)
+def _push(e, props, utype, grid, S, rng, buf, idx):
+    """Separate the living ground units of env ``e`` that touch: the lower :func:`_push_class` takes the
+    whole overlap, units of one class half each, two structures stay (:func:`_give_way`).
+
+    D (``benchmarks/recorded_movement.py``): the game's allies firing in a walking ally's way moved in 2 %
+    of those steps and stopped ones in all of them; the walker went round, losing 3.8 loops of its step on
+    average (stuck the whole step in 21 %). ``buf`` (U, 4) and ``idx`` (U,) are scratch: the living
+    ground units are gathered first so the O(n^2) pair scan runs over small contiguous arrays.
+    """
+    u = S.shape[1]
+    n = 0
+    for a in range(u):
+        ua = utype[a]
+        if S[e, a, S_HP] > 0.0 and props[ua, AIR] == 0:
+            idx[n] = a
+            buf[n, 0] = S[e, a, S_X]
+            buf[n, 1] = S[e, a, S_Y]
+            buf[n, 2] = props[ua, RADIUS]
+            buf[n, 3] = _push_class(e, a, props, utype, S)
+            n += 1
+    for p in range(n):
+        for q in range(p + 1, n):
+            rr = (buf[p, 2] + buf[q, 2]) * CONTACT
+            dx = buf[q, 0] - buf[p, 0]
+            if dx >= rr or dx <= -rr:
+                continue
+            dy = buf[q, 1] - buf[p, 1]
+            if dy >= rr or dy <= -rr:
+                continue
+            d = math.sqrt(dx * dx + dy * dy)
+            if d >= rr:
+                continue
+            cp, cq = buf[p, 3], buf[q, 3]
+            if cp == STRUCTURE and cq == STRUCTURE:
+                continue
+            if d < 1e-6:
+                ang = 2.0 * math.pi * rand_uniform(rng, e)
+                dx, dy, d = math.cos(ang), math.sin(ang), 1.0
+            ux, uy = dx / d, dy / d  # from p to q
+            if cp <= cq:
+                _give_way(e, p, -ux, -uy, rr - d, cp, cq, props, utype, grid, S, rng, buf, idx)
+            if cq <= cp:
+                _give_way(e, q, ux, uy, rr - d, cq, cp, props, utype, grid, S, rng, buf, idx)
