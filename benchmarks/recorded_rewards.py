@@ -1,0 +1,110 @@
+"""SMAC's reward as the game's 3m episodes recorded it, beside the library's reward on the same states.
+
+og-marl's recordings (source D in ``docs/fidelity.md``) hold SMAC's global state ``s_t`` and the reward
+``r_{t+1}`` that SMAC's own Python code computed on the game for every step. The library's reward
+(``SmacFeatures.reward_and_end``: damage dealt, 10 per enemy killed, 200 for a win, scaled so that a
+perfect episode gives 20; SMAC's defaults, ``docs/smac.md`` section 5) is computed here from the same
+health in ``s_t`` and ``s_{t+1}`` and compared with the recorded reward, step by step. The last step of an
+episode has no ``s_{t+1}`` in the recording; in a won episode it is known all the same (every enemy dies,
+and with SMAC's positive-only reward the allies' health does not enter), so those steps are checked too.
+Results: ``results/recorded_rewards.md``.
+
+    .venv/bin/python benchmarks/recorded_rewards.py <data>/executor_sequence_log_*.tfrecord \\
+        --out benchmarks/results/recorded_rewards.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from recorded_episodes import MARINE_HP, Episode, emit, episodes_or_exit, game_won, run_header  # noqa: E402
+
+from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
+from marl.envs.smac.features_layout import Units  # noqa: E402
+
+N, M = 3, 3  # 3m
+TOL = 1e-5  # the recording stores float32 rewards (about 1e-7 relative)
+
+
+def _units(hp_EU: np.ndarray) -> Units:
+    """3m's marines with the given health (no shields); positions do not enter the reward."""
+    e, u = hp_EU.shape
+    zero = np.zeros((e, u))
+    return Units(N, np.zeros((e, u, 2)), hp_EU, zero, zero, zero, np.full(u, MARINE_HP))
+
+
+def health(ep: Episode) -> np.ndarray:
+    """(T, n + m) hit points, allies then enemies, from SMAC's 3m state (health fractions first)."""
+    s = np.asarray(ep.state_TS, dtype=float)
+    ally = s[:, : N * 4].reshape(len(s), N, 4)[..., 0]
+    enemy = s[:, N * 4 : N * 4 + M * 3].reshape(len(s), M, 3)[..., 0]
+    return np.concatenate([ally, enemy], axis=1) * MARINE_HP
+
+
+def compare(episodes: list[Episode], env: BatchedStarCraft2Env) -> dict[str, np.ndarray]:
+    """Per checked step: the library's reward minus the recorded one, whether it is an episode's last step,
+    and the end code the library gives it (+1 win, 0 draw, -1 loss, 2 running)."""
+    o = env.opts
+    bonus = {1: o.reward_win, -1: o.reward_defeat}
+    scale = env.max_reward / o.reward_scale_rate
+    diff, last, codes = [], [], []
+    for ep in episodes:
+        hp = health(ep)
+        won = game_won(ep, M, MARINE_HP * M)
+        if won:  # the unrecorded final state: every enemy dead
+            final = hp[-1].copy()
+            final[N:] = 0.0
+            hp = np.vstack([hp, final])
+        dead = np.zeros((1, N + M), dtype=bool)
+        for t in range(len(hp) - 1):
+            r, code, _, _ = env.features.reward_and_end(
+                _units(hp[t : t + 1]), _units(hp[t + 1 : t + 2]), dead
+            )
+            mine = (float(r[0]) + bonus.get(int(code[0]), 0.0)) / scale
+            diff.append(mine - float(ep.rewards_T[t]))
+            last.append(t == len(ep.rewards_T) - 1)
+            codes.append(int(code[0]))
+    return {"diff": np.array(diff), "last": np.array(last), "code": np.array(codes)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("files", nargs="+", type=Path, help="og-marl TFRecord files of 3m")
+    ap.add_argument("--out", type=Path, default=None, help="write the Markdown table here")
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    episodes = episodes_or_exit(ap, args.files, N, M)
+    env = BatchedStarCraft2Env("3m", 1, 0)
+    env.reset()  # SMAC's max_reward takes the enemies' maxima at the first reset
+    got = compare(episodes, env)
+    env.close()
+    d, last = np.abs(got["diff"]), got["last"]
+    inner = d[~last]
+    wins = int(np.sum(last & (got["code"] == 1)))
+    lines = [
+        "# SMAC's reward: the game's 3m episodes beside the library's reward on the same states",
+        "",
+        *run_header("recorded_rewards.py", argv, t0, f"{len(episodes)} recorded episodes"),
+        f"- the library's reward from the health in s_t and s_(t+1) (`SmacFeatures.reward_and_end`, SMAC's "
+        f"defaults, max_reward {env.max_reward:g}); a step matches within {TOL:g} of the recorded one",
+        "",
+        "| steps | compared | match | largest difference |",
+        "|---|---|---|---|",
+        f"| within an episode | {len(inner)} | {int((inner < TOL).sum())} | {inner.max():.2e} |",
+        f"| the last step of a won episode (win bonus) | {wins} | {int((d[last] < TOL).sum())} | "
+        f"{d[last].max() if last.any() else 0.0:.2e} |",
+    ]
+    emit(lines, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
