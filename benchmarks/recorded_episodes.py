@@ -49,6 +49,8 @@ class Episode:
     discounts_T: np.ndarray  # (T,) d_{t+1}
     episode_return: float  # og-marl's own field
     source: str  # file and first record
+    obs_TNO: np.ndarray | None = None  # (T, n, obs_size) each agent's observation in s_t
+    legal_TNA: np.ndarray | None = None  # (T, n, n_actions) the actions SMAC allowed there (0/1)
 
 
 def sequences(paths: Iterable[Path]) -> Iterable[tuple[str, dict[str, np.ndarray]]]:
@@ -80,7 +82,15 @@ def stitch(
         stats["no_terminal"] += int(disc[-1] != 0)
         acts = np.stack([cat(f"agent_{i}_actions") for i in range(n_agents)], axis=1)
         ret = float(rows[0]["episode_return"])
-        episodes.append(Episode(cat("env_state"), acts, cat("agent_0_rewards"), disc, ret, group[0][0]))
+        obs, legal = (
+            np.stack([cat(f"agent_{i}_{key}") for i in range(n_agents)], axis=1)
+            if f"agent_0_{key}" in rows[0]
+            else None
+            for key in ("observations", "legal_actions")
+        )
+        episodes.append(
+            Episode(cat("env_state"), acts, cat("agent_0_rewards"), disc, ret, group[0][0], obs, legal)
+        )
         group.clear()
 
     for name, ex in seqs:

@@ -96,9 +96,12 @@ def test_units_can_reach_each_other_on_every_map():
 
 
 def test_arena_geometry():
-    band = load_map("3m").pathing_grid
-    assert band[:, 8:24].all() and not band[:, :8].any() and not band[:, 24:].any()
-    assert load_map("3s_vs_5z").pathing_grid.all()
+    band = load_map("3m").pathing_grid  # the game's recorded 3m: cells x 2-29 and y 7 pathable, y 6 blocked
+    assert band[2:30, 7:25].all() and not band[:, :7].any() and not band[:, 25:].any()
+    assert not band[:2].any() and not band[30:].any()  # outside the playable area (28 x 28, centred)
+    assert load_map("8m").pathing_grid[2:30, 8:24].all()
+    open_ = load_map("3s_vs_5z").pathing_grid
+    assert open_[2:30, 2:30].all() and open_.sum() == 28 * 28
     walled = load_map("2s_vs_1sc").pathing_grid
     assert walled.sum() == 12 * 16 and walled[8:20, 8:24].all()
     ravine = load_map("2c_vs_64zg").pathing_grid
@@ -185,6 +188,7 @@ def test_polygon_rasterisation_uses_cell_centres():
     }
     g = parse_map(raw).pathing_grid
     # Edges x = y - 16 and x = 48 - y; a cell is in iff its centre is.
-    assert g[15, 30] and not g[13, 30] and g[2, 17] and not g[0, 17] and not g[31, 25] and g[29, 17]
+    assert g[15, 29] and not g[12, 29] and g[2, 17] and not g[31, 25] and g[29, 17]
+    assert not g[15, 30] and not g[1, 17]  # inside the triangle but outside the playable area (2-30)
     assert not g[0, 8] and not g[1, 9] and g[2, 8]  # the blocked rect wins over the walkable triangle
     assert not g[:, :8].any()

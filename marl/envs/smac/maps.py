@@ -10,8 +10,10 @@ the enemy groups (enemy-id order), the enemy order at spawn and the walkable are
     playable_extent: [28, 28]            # optional: the playable area SMAC's state divides by
 
 The loader rasterises the arena into ``MapSpec.pathing_grid`` (bool, shape (map_x, map_y), indexed
-``[x][y]``): cell (i, j) is walkable iff its centre (i + 0.5, j + 0.5) is inside some walkable shape and
-inside no blocked shape. Everything is validated strictly; errors name the file and what is allowed.
+``[x][y]``): cell (i, j) is walkable iff its centre (i + 0.5, j + 0.5) is inside some walkable shape,
+inside no blocked shape, and inside the playable area (the ``playable_extent`` centred on the map: no unit
+leaves it; on 3m the game's recorded episodes show the cells beside it blocked, ``docs/fidelity.md``).
+Everything is validated strictly; errors name the file and what is allowed.
 """
 
 from __future__ import annotations
@@ -197,6 +199,17 @@ def rasterise_arena(chk: _Checker, arena: Any, map_size: tuple[int, int]) -> np.
     return grid
 
 
+def playable_cells(map_size: tuple[int, int], extent: tuple[float, float]) -> np.ndarray:
+    """(map_x, map_y) bool: the cells whose centre lies in the playable area (``extent`` centred on the
+    map)."""
+    out = np.ones(map_size, dtype=bool)
+    for axis, (size, w) in enumerate(zip(map_size, extent, strict=True)):
+        centre = np.arange(size) + 0.5
+        inside = np.abs(centre - size / 2) < w / 2
+        out &= inside[:, None] if axis == 0 else inside[None, :]
+    return out
+
+
 def parse_map(raw: Any, source: str = "<map>") -> MapSpec:
     """Validate a parsed map YAML mapping and build its :class:`MapSpec`."""
     chk = _Checker(source)
@@ -221,7 +234,7 @@ def parse_map(raw: Any, source: str = "<map>") -> MapSpec:
         if bits > 0 and n_types > bits:
             chk.fail(f"{side} have {n_types} unit types but unit_type_bits is {bits}")
     extent = _extent(chk, raw.get("playable_extent"), map_size)
-    grid = rasterise_arena(chk, raw["arena"], map_size)
+    grid = rasterise_arena(chk, raw["arena"], map_size) & playable_cells(map_size, extent)
     order = _order(chk, raw["enemy_order"])
     points = [(f"allies spawn {g.unit}", g.spawn) for g in allies]
     points += [(f"enemies spawn {g.unit}", g.spawn) for g in enemies]
