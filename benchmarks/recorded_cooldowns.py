@@ -24,7 +24,6 @@ read from the engine's SMAC state exactly as from the game's). Results: ``result
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -35,7 +34,7 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recorded_episodes import Episode, emit, episodes_or_exit, run_header  # noqa: E402
+from recorded_episodes import Episode, emit, episodes_or_exit, parser, run_header  # noqa: E402
 
 from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
 from marl.envs.smac.sim.units import CD_JITTER_HI, CD_JITTER_LO, COOLDOWN, PROPS, type_ids  # noqa: E402
@@ -159,11 +158,9 @@ ROWS = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("files", nargs="+", type=Path, help="og-marl TFRecord files of 3m")
+    ap = parser(__doc__)
     ap.add_argument("--engine-episodes", type=int, default=400)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", type=Path, default=None, help="write the Markdown table here")
     args = ap.parse_args(argv)
     t0 = time.time()
     episodes = episodes_or_exit(ap, args.files, N, M)

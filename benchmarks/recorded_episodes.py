@@ -113,6 +113,14 @@ def stitch(
     return episodes, stats
 
 
+def parser(doc: str | None) -> argparse.ArgumentParser:
+    """The command line every recorded-3m benchmark shares: the TFRecord files and ``--out``."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("files", nargs="+", type=Path, help="og-marl TFRecord files of 3m")
+    ap.add_argument("--out", type=Path, default=None, help="write the Markdown table here")
+    return ap
+
+
 def episodes_or_exit(ap: argparse.ArgumentParser, files: list[Path], n: int, m: int) -> list[Episode]:
     """The recorded episodes of ``files`` (og-marl TFRecords of a map with ``n`` agents and ``m`` enemies),
     or the parser's error naming what is missing."""

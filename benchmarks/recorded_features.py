@@ -18,7 +18,6 @@ Results: ``results/recorded_features.md``.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recorded_episodes import MARINE_HP, Episode, emit, episodes_or_exit, run_header, unpack  # noqa: E402
+from recorded_episodes import MARINE_HP, Episode, emit, episodes_or_exit, parser, run_header, unpack  # noqa: E402
 
 from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
 from marl.envs.smac.features_layout import Units  # noqa: E402
@@ -85,12 +84,10 @@ def _row(what: str, diff: np.ndarray) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("files", nargs="+", type=Path, help="og-marl TFRecord files of 3m")
+    ap = parser(__doc__)
     ap.add_argument(
         "--reference", action="store_true", help="the NumPy reference instead of the compiled path"
     )
-    ap.add_argument("--out", type=Path, default=None, help="write the Markdown table here")
     args = ap.parse_args(argv)
     t0 = time.time()
     episodes = episodes_or_exit(ap, args.files, N, M)

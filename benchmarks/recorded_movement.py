@@ -27,7 +27,6 @@ one in the way moved at all. Results: ``results/recorded_movement.md``.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -38,7 +37,7 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recorded_episodes import Episode, emit, episodes_or_exit, run_header, unpack  # noqa: E402
+from recorded_episodes import Episode, emit, episodes_or_exit, parser, run_header, unpack  # noqa: E402
 from replay_engine import replay  # noqa: E402
 
 from marl.envs.smac.maps import load_map  # noqa: E402
@@ -202,9 +201,7 @@ def _fmt_side(s: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("files", nargs="+", type=Path, help="og-marl TFRecord files of 3m")
-    ap.add_argument("--out", type=Path, default=None, help="write the Markdown table here")
+    ap = parser(__doc__)
     args = ap.parse_args(argv)
     t0 = time.time()
     episodes = episodes_or_exit(ap, args.files, N, M)

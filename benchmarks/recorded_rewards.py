@@ -15,7 +15,6 @@ Results: ``results/recorded_rewards.md``.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recorded_episodes import MARINE_HP, Episode, emit, episodes_or_exit, game_won, run_header  # noqa: E402
+from recorded_episodes import MARINE_HP, Episode, emit, episodes_or_exit, game_won, parser, run_header  # noqa: E402
 
 from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
 from marl.envs.smac.features_layout import Units  # noqa: E402
@@ -76,9 +75,7 @@ def compare(episodes: list[Episode], env: BatchedStarCraft2Env) -> dict[str, np.
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("files", nargs="+", type=Path, help="og-marl TFRecord files of 3m")
-    ap.add_argument("--out", type=Path, default=None, help="write the Markdown table here")
+    ap = parser(__doc__)
     args = ap.parse_args(argv)
     t0 = time.time()
     episodes = episodes_or_exit(ap, args.files, N, M)
