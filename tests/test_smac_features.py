@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -114,9 +115,9 @@ def test_max_reward_examples():
 
 def _three_marines():
     spec = load_map("3m")
-    # a0 at the band's top: its north cell (10, 24) is outside the arena (y 8-24).
-    ally = [(10.0, 23.2), (13.0, 19.2), (1.0, 23.2)]  # a1 at distance 5, a2 at exactly 9 (not visible)
-    enemy = [(16.0, 23.2), (14.0, 16.2), (12.0, 23.2)]  # e0 at exactly 6, e1 at sqrt(65), e2 dead
+    # a0 at the band's top: its north cell (10, 25) is outside the arena (cells y 7-24).
+    ally = [(10.0, 24.2), (13.0, 20.2), (1.0, 24.2)]  # a1 at distance 5, a2 at exactly 9 (not visible)
+    enemy = [(16.0, 24.2), (14.0, 17.2), (12.0, 24.2)]  # e0 at exactly 6, e1 at sqrt(65), e2 dead
     return spec, table_for(spec, ally, enemy, a_health=[45, 30, 45], e_health=[40, 20, 0])
 
 
@@ -234,16 +235,20 @@ def test_avail_dead_walls_range_and_bounds():
     f = SmacFeatures(spec, SmacOptions())
     av = f.avail_actions(t)
     np.testing.assert_array_equal(av[0], [0, 1, 0, 1, 1, 1, 1, 0, 0])  # wall north; e0 at exactly 6
-    t.enemies.pos[0] = (16.01, 23.2)
+    t.enemies.pos[0] = (16.01, 24.2)
     assert f.avail_actions(t)[0, 6] == 0  # just beyond 6
     t.allies.health[0] = 0
     np.testing.assert_array_equal(f.avail_actions(t)[0], [1] + [0] * 8)  # dead: only no-op
     open_f = feats("3s_vs_3z")
-    ot = table_for(open_f.spec, [(31.5, 16), (0.5, 0.5), (5, 5)], [(20, 20)] * 3)
+    ot = table_for(open_f.spec, [(29.5, 16), (2.5, 2.5), (5, 5)], [(20, 20)] * 3)
     oav = open_f.avail_actions(ot)
-    assert oav[0, 4] == 0 and oav[0, 5] == 1  # east cell 32 is out of bounds
-    # SMAC truncates towards zero: int(0.5 - 1) = 0 is inside the map, so west/south stay available.
-    assert oav[1, 3] == 1 and oav[1, 5] == 1
+    assert oav[0, 4] == 0 and oav[0, 5] == 1  # east cell 30 lies outside the playable area (cells 2-29)
+    assert oav[1, 3] == 0 and oav[1, 5] == 0 and oav[1, 2] == 1 and oav[1, 4] == 1
+    # SMAC truncates towards zero: int(0.5 - 1) = 0 is inside the map, so on a map walkable to its edges
+    # west and south stay available there, and east of 31.5 is out of bounds.
+    edge = SmacFeatures(replace(open_f.spec, pathing_grid=np.ones((32, 32), dtype=bool)), SmacOptions())
+    eav = edge.avail_actions(table_for(edge.spec, [(31.5, 16), (0.5, 0.5), (5, 5)], [(20, 20)] * 3))
+    assert eav[0, 4] == 0 and eav[0, 5] == 1 and eav[1, 3] == 1 and eav[1, 5] == 1
     walled = feats("2s_vs_1sc")
     wt = table_for(walled.spec, [(8.5, 16), (19.6, 23.4)], [(13.92, 20.04)])
     np.testing.assert_array_equal(walled.avail_actions(wt)[:, 2:6], [[1, 1, 1, 0], [0, 1, 0, 1]])
