@@ -34,13 +34,13 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recorded_episodes import Episode, emit, episodes_or_exit, parser, run_header  # noqa: E402
+from recorded_episodes import MARINE_MAX_CD, Episode, emit, episodes_or_exit, parser, run_header  # noqa: E402
 
 from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
 from marl.envs.smac.sim.units import CD_JITTER_HI, CD_JITTER_LO, COOLDOWN, PROPS, type_ids  # noqa: E402
 
 N, M = 3, 3  # 3m
-MAX_CD = 15.0  # SMAC's unit_max_cooldown for a marine: the state's cooldown is weapon_cooldown / 15
+MAX_CD = MARINE_MAX_CD  # the state's cooldown is weapon_cooldown / 15
 PERIOD = float(PROPS[type_ids(("marine",), True)[0], COOLDOWN])  # X: GuassRifle Period 0.8608 s, in loops
 REACH = 5 + 2 * 0.375  # a marine's range + both radii (X)
 IN_RANGE = 5.65  # below REACH: the attack starts without a walk

@@ -31,11 +31,15 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recorded_spawns import example, tfrecords  # noqa: E402
 
+from marl.envs.smac.features_layout import Units  # noqa: E402
+
 PERIOD = 10  # og-marl's period for its SMAC datasets (confirmed by the overlaps, see stitch())
 MARINE_HP, MARINE_DAMAGE = 45.0, 6.0  # unit_data.yaml, marine (source X)
+MARINE_MAX_CD = 15.0  # SMAC's unit_max_cooldown for a marine: the state shows weapon_cooldown / 15
 WIN_BONUS, DEATH_BONUS, REWARD_SCALE = 200.0, 10.0, 20.0  # SMAC's reward (docs/smac.md section 5)
 
 
@@ -170,6 +174,20 @@ def unpack(state_TS: np.ndarray, n: int, m: int, centre: np.ndarray, extent: flo
         pos[hp <= 0] = np.nan
         out[key] = pos
     return out
+
+
+def units_of(state_TS: np.ndarray, n: int, m: int, centre: np.ndarray, extent: float) -> Units:
+    """The marines SMAC's 3m states describe, as the library's feature layer takes them: positions (0 when
+    dead), hit points, the allies' weapon cooldown in loops (the state's times 15, SMAC's marine maximum);
+    no shields or energy."""
+    s = np.asarray(state_TS, dtype=float)
+    u = unpack(s, n, m, centre, extent)
+    pos = np.nan_to_num(np.concatenate([u["ally_pos"], u["enemy_pos"]], axis=1))
+    hp = np.concatenate([u["ally_hp"], u["enemy_hp"]], axis=1) * MARINE_HP
+    cd = np.zeros_like(hp)
+    cd[:, :n] = s[:, 1 : n * 4 : 4] * MARINE_MAX_CD
+    zero = np.zeros_like(hp)
+    return Units(n, pos, hp, zero, cd, zero, np.full(n + m, MARINE_HP))
 
 
 def hits(hp_TU: np.ndarray, max_hp: float = MARINE_HP, damage: float = MARINE_DAMAGE) -> np.ndarray:

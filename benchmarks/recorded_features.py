@@ -27,34 +27,21 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recorded_episodes import MARINE_HP, Episode, emit, episodes_or_exit, parser, run_header, unpack  # noqa: E402
+from recorded_episodes import Episode, emit, episodes_or_exit, parser, run_header, units_of  # noqa: E402
 
 from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
-from marl.envs.smac.features_layout import Units  # noqa: E402
 
 N, M, A = 3, 3, 9  # 3m
-EXTENT, MAX_CD = 28.0, 15.0  # SMAC's 3m state: positions over the playable extent, cooldown over 15
+EXTENT = 28.0  # SMAC's 3m state: positions over the playable extent
 DIRS = {2: (0, 1), 3: (0, -1), 4: (1, 0), 5: (-1, 0)}  # SMAC: north, south, east, west
 TOL = 1e-4  # the recording stores float32
-
-
-def units(state_TS: np.ndarray, centre: np.ndarray) -> Units:
-    """The units SMAC's 3m states describe, as the feature layer takes them (no shields or energy)."""
-    s = np.asarray(state_TS, dtype=float)
-    u = unpack(s, N, M, centre, EXTENT)
-    pos = np.nan_to_num(np.concatenate([u["ally_pos"], u["enemy_pos"]], axis=1))
-    hp = np.concatenate([u["ally_hp"], u["enemy_hp"]], axis=1) * MARINE_HP
-    cd = np.zeros_like(hp)
-    cd[:, :N] = s[:, 1 : N * 4 : 4] * MAX_CD
-    zero = np.zeros_like(hp)
-    return Units(N, pos, hp, zero, cd, zero, np.full(N + M, MARINE_HP))
 
 
 def compare(episodes: list[Episode], env: BatchedStarCraft2Env) -> dict[str, np.ndarray]:
     """The library's (avail, obs, state) on every recorded step beside the recorded ones, stacked."""
     centre = np.asarray(env.spec.map_size, dtype=float) / 2
     s = np.concatenate([ep.state_TS for ep in episodes])
-    u = units(s, centre)
+    u = units_of(s, N, M, centre, EXTENT)
     last = s[:, -N * A :].reshape(len(s), N, A).astype(np.float32)
     avail, obs, state = env.features.observe(u, last, np.zeros(len(s), dtype=np.int64))
     return {

@@ -24,28 +24,22 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recorded_episodes import MARINE_HP, Episode, emit, episodes_or_exit, game_won, parser, run_header  # noqa: E402
+from recorded_episodes import (  # noqa: E402
+    MARINE_HP,
+    Episode,
+    emit,
+    episodes_or_exit,
+    game_won,
+    parser,
+    run_header,
+    units_of,
+)
 
 from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
-from marl.envs.smac.features_layout import Units  # noqa: E402
 
 N, M = 3, 3  # 3m
+EXTENT = 28.0  # SMAC's 3m state: positions over the playable extent (they do not enter the reward)
 TOL = 1e-5  # the recording stores float32 rewards (about 1e-7 relative)
-
-
-def _units(hp_EU: np.ndarray) -> Units:
-    """3m's marines with the given health (no shields); positions do not enter the reward."""
-    e, u = hp_EU.shape
-    zero = np.zeros((e, u))
-    return Units(N, np.zeros((e, u, 2)), hp_EU, zero, zero, zero, np.full(u, MARINE_HP))
-
-
-def health(ep: Episode) -> np.ndarray:
-    """(T, n + m) hit points, allies then enemies, from SMAC's 3m state (health fractions first)."""
-    s = np.asarray(ep.state_TS, dtype=float)
-    ally = s[:, : N * 4].reshape(len(s), N, 4)[..., 0]
-    enemy = s[:, N * 4 : N * 4 + M * 3].reshape(len(s), M, 3)[..., 0]
-    return np.concatenate([ally, enemy], axis=1) * MARINE_HP
 
 
 def compare(episodes: list[Episode], env: BatchedStarCraft2Env) -> dict[str, np.ndarray]:
@@ -54,18 +48,19 @@ def compare(episodes: list[Episode], env: BatchedStarCraft2Env) -> dict[str, np.
     o = env.opts
     bonus = {1: o.reward_win, -1: o.reward_defeat}
     scale = env.max_reward / o.reward_scale_rate
+    centre = np.asarray(env.spec.map_size, dtype=float) / 2
     diff, last, codes = [], [], []
     for ep in episodes:
-        hp = health(ep)
-        won = game_won(ep, M, MARINE_HP * M)
-        if won:  # the unrecorded final state: every enemy dead
-            final = hp[-1].copy()
-            final[N:] = 0.0
-            hp = np.vstack([hp, final])
+        states = np.asarray(ep.state_TS)
+        if game_won(ep, M, MARINE_HP * M):  # the unrecorded final state: every enemy dead
+            final = states[-1].copy()
+            final[N * 4 : N * 4 + M * 3 : 3] = 0.0  # the enemies' health fractions
+            states = np.vstack([states, final])
+        u = units_of(states, N, M, centre, EXTENT)
         dead = np.zeros((1, N + M), dtype=bool)
-        for t in range(len(hp) - 1):
+        for t in range(len(states) - 1):
             r, code, _, _ = env.features.reward_and_end(
-                _units(hp[t : t + 1]), _units(hp[t + 1 : t + 2]), dead
+                u.take(np.array([t])), u.take(np.array([t + 1])), dead
             )
             mine = (float(r[0]) + bonus.get(int(code[0]), 0.0)) / scale
             diff.append(mine - float(ep.rewards_T[t]))

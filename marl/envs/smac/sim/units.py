@@ -107,7 +107,7 @@ N_PROPS = 27
 )
 N_STATE = 17
 
-# order kinds (column S_OK): see kernel
+# order kinds (column S_OK; what each does: kernel)
 IDLE, MOVE, ATTACK, HEAL, AMOVE = 0, 1, 2, 3, 4
 
 # SPLASH kinds
@@ -134,9 +134,9 @@ BANE_SPLASH_RADIUS = 2.2
 CONTACT = 0.918
 # A unit firing (or standing to fire) at a target in range is not pushed by a walking unit, an idle unit
 # gives way to it, and a walker held by a unit it may not push slides round it, SLIDE x the overlap along the
-# contact each loop (kernel._push). D: the game's firing allies moved in 2 % of the steps a walking ally
+# contact each loop (contact._push). D: the game's firing allies moved in 2 % of the steps a walking ally
 # had them 0-0.8 ahead, stopped ones in all; SLIDE is fitted to the walker's loss there (3.8 loops of its
-# 8-loop step, stuck in 21 %); the engine gives 3.7 loops and 17 % (benchmarks/recorded_movement.py).
+# 8-loop step, stuck in 21 %); the engine gives 3.6 loops and 17 % (benchmarks/recorded_movement.py).
 SLIDE = 0.5
 BEAM_HALF_LENGTH = 1.25
 BEAM_HALF_WIDTH = 0.15
