@@ -221,8 +221,13 @@ def _collect(ray: Any, ref: Any, run: tuple[str, int, Path], metric: str, thresh
         return res
 
 
+def _last_line(error: str) -> str:
+    """The last line of a run's error (the exception itself), cut to 120 characters."""
+    return error.splitlines()[-1][:120]
+
+
 def _state(res: RunResult, metric: str) -> str:
-    return f"FAILED ({res.error.splitlines()[-1][:120]})" if res.error else f"final {metric} {res.final:.3f}"
+    return f"FAILED ({_last_line(res.error)})" if res.error else f"final {metric} {res.final:.3f}"
 
 
 def sweep_main(argv: Sequence[str] | None = None) -> tuple[Path, list[RunResult]]:
@@ -276,12 +281,17 @@ def sweep_main(argv: Sequence[str] | None = None) -> tuple[Path, list[RunResult]
     plot_sweep(results, out / "curves.png", args.metric)
     print(table)
     print(f"[sweep] wrote {out / 'summary.md'}, {out / 'summary.json'}, {out / 'curves.png'}")
-    _report(out, title, args.metric, args.threshold, args.reps)
+    failed = {r.run_dir: r.error for r in results if r.error}
+    _report(out, title, args.metric, args.threshold, args.reps, failed)
     return out, results
 
 
-def _report(out: Path, title: str, metric: str, threshold: float, reps: int) -> None:
-    """The multi-seed report (``marl.report``: IQM, CIs, marl-eval JSON, profiles) over the sweep folder."""
+def _report(
+    out: Path, title: str, metric: str, threshold: float, reps: int, failed: dict[str, str] | None = None
+) -> None:
+    """The multi-seed report (``marl.report``: IQM, CIs, marl-eval JSON, profiles) over the sweep folder.
+    The runs in ``failed`` (run folder -> error) are left out and named: a run stopped part-way (the memory
+    check, a non-finite loss) logged test phases, but its last one is not a result of the sweep's budget."""
     from marl.report.cli import write_report
     from marl.report.runs import load_runs
 
@@ -291,8 +301,16 @@ def _report(out: Path, title: str, metric: str, threshold: float, reps: int) -> 
         print(f"[sweep] no report.md: {err}; install the report extra: pip install -e '.[report]'")
         return
     runs, skipped = load_runs([out], metric, threshold, absolute=False)
+    failed = {Path(d).resolve(): err for d, err in (failed or {}).items()}
+    errors = [failed.get(Path(r.run_dir).resolve()) for r in runs]
+    skipped += [
+        f"{r.run_dir}: left out, the run failed ({_last_line(e)})"
+        for r, e in zip(runs, errors, strict=True)
+        if e
+    ]
+    runs = [r for r, e in zip(runs, errors, strict=True) if not e]
     if not runs:
-        print("[sweep] no report.md: no run logged a test phase")
+        print("[sweep] no report.md: no run that finished logged a test phase")
         return
     written = write_report(runs, out, metric, threshold, reps, title=title, notes=skipped)
     print(written["report.md"].read_text(encoding="utf-8"))

@@ -358,3 +358,24 @@ def test_memory_reservations_keep_two_runs_apart_and_too_large_ones_are_refused(
     a, b = sorted(results, key=lambda r: r.started)
     assert b.started >= a.finished  # never side by side, though a CPU was free
     assert json.loads((out / "sweep.json").read_text())["run_memory"] == f"{0.6 * offered:.2f}"
+
+
+def test_the_sweep_report_leaves_out_a_failed_run(tmp_path, capsys):
+    """A run stopped part-way (here by the memory check) logged test phases, but its last one is not a
+    result of the budget: the sweep's report leaves it out and names it."""
+    pytest.importorskip("rliable")
+    from test_report import fake_run
+
+    from marl.sweep import _report
+
+    for seed in (0, 1):
+        fake_run(tmp_path, "qmix", "m1", seed, [(0, 0.0), (200, 0.5), (400, 0.8)])
+    stopped = fake_run(tmp_path, "qmix", "m1", 2, [(0, 0.9)])
+    error = "Traceback ...\nmarl.signals.RunStopped: stopped at t_env=30: the replay buffer would outgrow"
+    _report(tmp_path, "t", "test_win_rate", 0.95, 50, {str(stopped): error})
+    report = (tmp_path / "report.md").read_text()
+    assert "| fake | m1 | qmix | 2 (0, 1) |" in report, report
+    assert f"{stopped}: left out, the run failed (marl.signals.RunStopped: stopped at t_env=30" in report
+    capsys.readouterr()
+    _report(tmp_path, "t", "test_win_rate", 0.95, 50, {})  # without the failure it is a seed like the others
+    assert "| fake | m1 | qmix | 3 (0, 1, 2) |" in (tmp_path / "report.md").read_text()
