@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
-
+from marl.envs.smac.sim.jit import engine_jit, engine_jit_inline
 from marl.envs.smac.sim.physics import dist, rand_uniform, reach, try_move
 from marl.envs.smac.sim.units import (
     AIR,
@@ -38,7 +37,7 @@ from marl.envs.smac.sim.units import (
 STRUCTURE, FIRING, BUSY, IDLING = 4.0, 3.0, 2.0, 1.0  # push classes: the lower gives way, equals share
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def _push_class(e, a, props, utype, S):
     """Unit ``a``'s push class: a structure; a unit firing (its wind-up) or standing to fire at a living
     target within its weapon's reach; any other busy unit (walking); an idle one."""
@@ -54,7 +53,7 @@ def _push_class(e, a, props, utype, S):
     return IDLING if k == IDLE else BUSY
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def _goal(e, a, S):
     """Where unit ``a`` is heading: its target (attack, heal, or an attack-move's auto-target), else its
     order point (move, attack-move); (nan, nan) when idle."""
@@ -67,7 +66,7 @@ def _goal(e, a, S):
     return math.nan, math.nan
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def _slide(e, w, px, py, nx, ny, over, S, rng):
     """The sideways step (dx, dy) of walker ``w`` at (px, py), pushed out along (nx, ny) by ``over`` from a
     unit it may not push: ``SLIDE`` x ``over`` along the contact, to the side of its goal (a random side
@@ -86,7 +85,7 @@ def _slide(e, w, px, py, nx, ny, over, S, rng):
     return -ny * step, nx * step
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def _give_way(e, k, nx, ny, over, mine, theirs, props, utype, grid, S, rng, buf, idx):
     """Move the unit in scratch slot ``k`` (class ``mine``) out of a contact with a unit of class
     ``theirs``: all of ``over`` along (nx, ny), half to its like, plus a slide round a firing unit or a
@@ -103,7 +102,7 @@ def _give_way(e, k, nx, ny, over, mine, theirs, props, utype, grid, S, rng, buf,
     buf[k, 1] = S[e, a, S_Y]
 
 
-@njit(cache=True)
+@engine_jit
 def _push(e, props, utype, grid, S, rng, buf, idx):
     """Separate the living ground units of env ``e`` that touch: the lower :func:`_push_class` takes the
     whole overlap, units of one class half each, two structures stay (:func:`_give_way`).

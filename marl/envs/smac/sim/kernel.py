@@ -25,8 +25,7 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
-
+from marl.envs.smac.sim.jit import engine_jit, engine_jit_inline
 from marl.envs.smac.sim.physics import (
     can_hit,
     dist,
@@ -73,7 +72,7 @@ from marl.envs.smac.sim.units import (
 from marl.envs.smac.sim.weapons import _attack, _wind_up
 
 
-@njit(cache=True)
+@engine_jit
 def _heal(e, i, t, prev, props, utype, grid, nav, S):
     """Medivac ``i`` flies to ``t`` and heals 9 HP per game-s, 1 energy per 3 HP.
 
@@ -94,7 +93,7 @@ def _heal(e, i, t, prev, props, utype, grid, nav, S):
             S[e, i, S_HT] = t
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def _end_heal(e, i, S):
     """Clear healer ``i``'s running heal for this loop and return the unit it healed in the last one."""
     prev = int(S[e, i, S_HT])
@@ -102,7 +101,7 @@ def _end_heal(e, i, S):
     return prev
 
 
-@njit(cache=True)
+@engine_jit
 def _enemy_healer(e, i, na, props, utype, grid, nav, S):
     """Enemy Medivac: auto-cast heal on the wounded biological ally with the lowest life fraction, the
     nearest on a tie, within the ability's auto-cast range (Liberty's ``MedivacHeal``: AutoCastRange 6,
@@ -139,7 +138,7 @@ def _enemy_healer(e, i, na, props, utype, grid, nav, S):
             step_toward(e, i, cx, cy, props[utype[i], SPEED], S, props, utype, grid, nav)
 
 
-@njit(cache=True)
+@engine_jit
 def _ally_act(e, i, na, props, utype, grid, nav, S, rng):
     """Passive ally: run the current order only (no auto-acquire, no retaliation), once an attack in
     progress has run to its end (:func:`_wind_up`)."""
@@ -166,7 +165,7 @@ def _ally_act(e, i, na, props, utype, grid, nav, S, rng):
             _heal(e, i, t, prev, props, utype, grid, nav, S)
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def _regen(e, i, props, utype, S):
     """Per-loop regeneration and cooldown countdown of a living unit (the cooldown as a continuous timer:
     ``weapons._start_attack``)."""

@@ -14,6 +14,7 @@ import math
 import numpy as np
 from numba import njit
 
+from marl.envs.smac.sim.jit import engine_jit, engine_jit_inline
 from marl.envs.smac.sim.units import (
     AIR,
     ARMOR,
@@ -40,7 +41,7 @@ _S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(
 _INV53 = 1.0 / 9007199254740992.0
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def rand_u64(rng, e):
     """Next SplitMix64 output of env ``e``'s stream."""
     x = rng[e] + _GOLDEN
@@ -50,20 +51,20 @@ def rand_u64(rng, e):
     return z ^ (z >> _S31)
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def rand_uniform(rng, e):
     """Uniform float in [0, 1) from env ``e``'s stream."""
     return float(rand_u64(rng, e) >> _S11) * _INV53
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def rand_int(rng, e, n):
     """Uniform integer in [0, n) from env ``e``'s stream."""
     k = int(rand_uniform(rng, e) * n)
     return k if k < n else n - 1
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def can_hit(props, utype, a, t):
     """Whether unit ``a``'s weapon can target unit ``t`` (air/ground layer)."""
     if props[utype[t], AIR] > 0:
@@ -71,7 +72,7 @@ def can_hit(props, utype, a, t):
     return props[utype[a], HITS_GROUND] > 0 and props[utype[a], DMG] > 0
 
 
-@njit(cache=True)
+@engine_jit
 def apply_hit(e, a, t, props, utype, S):
     """One weapon hit of ``a`` on ``t``: bonus by attribute, shields first, then HP armour (min 0.5).
 
@@ -99,7 +100,7 @@ def apply_hit(e, a, t, props, utype, S):
     S[e, t, S_LA] = a  # the last unit that attacked t (the built-in AI's response)
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def walkable(grid, x, y):
     """True if the point lies in a walkable cell of the (x, y)-indexed grid (outside the map: False)."""
     if x < 0.0 or y < 0.0:
@@ -111,7 +112,7 @@ def walkable(grid, x, y):
     return grid[ix, iy]
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def try_move(e, i, nx, ny, S, props, utype, grid):
     """Move unit ``i`` to (nx, ny) if allowed, else slide along one axis, else stay.
 
@@ -173,7 +174,7 @@ def nav_table(grid):
     return nav
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def _waypoint(x, y, tx, ty, grid, nav):
     """Where a ground unit at (x, y) should head to reach (tx, ty): the goal itself when the walk is as
     short as in open ground, else the centre of the neighbouring cell with the shortest walk left."""
@@ -203,7 +204,7 @@ def _waypoint(x, y, tx, ty, grid, nav):
     return bx, by
 
 
-@njit(cache=True)
+@engine_jit
 def step_toward(e, i, tx, ty, step, S, props, utype, grid, nav):
     """Move ``i`` up to ``step`` units toward (tx, ty), walking round walls through the nav table;
     returns True once it stands on the point."""
@@ -222,7 +223,7 @@ def step_toward(e, i, tx, ty, step, S, props, utype, grid, nav):
     return S[e, i, S_X] == tx and S[e, i, S_Y] == ty
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def dist(e, a, b, S):
     """Centre-to-centre distance between units ``a`` and ``b`` of env ``e``."""
     dx = S[e, b, S_X] - S[e, a, S_X]
@@ -230,7 +231,7 @@ def dist(e, a, b, S):
     return math.sqrt(dx * dx + dy * dy)
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def reach(props, utype, a, t, rng_col):
     """Centre-to-centre reach of ``a`` against ``t`` for a range column (weapon range, acquire...)."""
     return props[utype[a], rng_col] + props[utype[a], RADIUS] + props[utype[t], RADIUS]

@@ -6,6 +6,7 @@ import numpy as np
 from numba import njit, prange
 
 from marl.envs.smac.sim.contact import _push
+from marl.envs.smac.sim.jit import engine_jit, engine_jit_inline
 from marl.envs.smac.sim.kernel import (
     _ally_act,
     _enemy_healer,
@@ -53,7 +54,7 @@ _MOVE_DY = np.array([0.0, 1.0, -1.0, 0.0, 0.0])
 MOVE_AMOUNT = 2.0
 
 
-@njit(cache=True)
+@engine_jit
 def _ally_centroid(e, na, S):
     cx = cy = 0.0
     n = 0
@@ -65,7 +66,7 @@ def _ally_centroid(e, na, S):
     return (cx / n, cy / n, True) if n > 0 else (0.0, 0.0, False)
 
 
-@njit(cache=True)
+@engine_jit
 def _order_nearest(e, na, props, utype, S):
     """SMACv2's map trigger "Attack" (32x32_flat's MapScript.galaxy, every 0.5 game seconds): every enemy
     without an order is ordered to attack the living ally closest to it (an enemy that cannot hit that ally
@@ -101,7 +102,7 @@ def check_actions(actions, na, n_act, props, utype):
     return -1
 
 
-@njit(cache=True)
+@engine_jit
 def _issue_orders(e, actions, na, props, utype, enemy_order, S):
     """Turn env ``e``'s SMAC actions into orders, then the map's per-step enemy orders (if any)."""
     u = S.shape[1]
@@ -131,7 +132,7 @@ def _issue_orders(e, actions, na, props, utype, enemy_order, S):
                 S[e, k, S_OY] = cy
 
 
-@njit(cache=True)
+@engine_jit
 def _shuffle(e, u, rng, perm):
     """A fresh update order of the ``u`` units in ``perm`` (Fisher-Yates on env ``e``'s stream)."""
     for k in range(u):
@@ -141,7 +142,7 @@ def _shuffle(e, u, rng, perm):
         perm[k], perm[j] = perm[j], perm[k]
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def _settle_cooldowns(e, S):
     """After a step's loops: a weapon that came ready during the last loop and stayed unused is just ready
     (the carried part of ``kernel._regen`` lives only within its loop), so every cooldown the state shows
@@ -151,7 +152,7 @@ def _settle_cooldowns(e, S):
             S[e, i, S_CD] = 0.0
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def _update_unit(e, i, na, props, utype, grid, nav, S, rng):
     """One loop of unit ``i``: its missile in flight (which flies on after its launcher's death), then, if
     it lives, regeneration and its action; returns True for an enemy on automatic targeting, whose action
@@ -170,7 +171,7 @@ def _update_unit(e, i, na, props, utype, grid, nav, S, rng):
     return False
 
 
-@njit(cache=True)
+@engine_jit
 def _loop(e, na, props, utype, grid, nav, S, rng, buf, idx, perm):
     """One game loop of env ``e``: every unit in a fresh random order, then the push (scratch: buf, idx,
     perm)."""
@@ -183,7 +184,7 @@ def _loop(e, na, props, utype, grid, nav, S, rng, buf, idx, perm):
     _push(e, props, utype, grid, S, rng, buf, idx)
 
 
-@njit(cache=True)
+@engine_jit
 def _step_env(e, actions, na, props, utype, grid, nav, enemy_order, S, rng, buf, idx, perm):
     """Issue env ``e``'s SMAC actions as orders, then simulate its 8 game loops (scratch: buf, idx, perm)."""
     _issue_orders(e, actions, na, props, utype, enemy_order, S)
@@ -237,7 +238,7 @@ def sim_step_parallel(actions, na, props, utype, grid, nav, enemy_order, S, rng)
         _step_env(e, actions, na, props, utype, grid, nav, enemy_order, S, rng, buf, idx, perm)
 
 
-@njit(cache=True)
+@engine_jit
 def _reset_env(e, na, props, utype, grid, base_pos, noise, enemy_order, target, target2, S, rng):
     """Respawn env ``e``: base layout + uniform noise, full stats, enemy orders."""
     u = S.shape[1]

@@ -6,8 +6,7 @@ studies are in ``variants.py``."""
 
 from __future__ import annotations
 
-from numba import njit
-
+from marl.envs.smac.sim.jit import engine_jit, engine_jit_inline
 from marl.envs.smac.sim.physics import (
     can_hit,
     dist,
@@ -34,7 +33,7 @@ from marl.envs.smac.sim.units import (
 from marl.envs.smac.sim.weapons import _attack, _wind_up
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def _is_threat(props, utype, j, i):
     """Whether ally ``j`` is a threat to enemy ``i``: its weapon can return fire (Liquipedia, "Automatic
     Targeting", criterion 1, first reason).  The page's second reason was not read (every copy we reached
@@ -45,7 +44,7 @@ def _is_threat(props, utype, j, i):
     return can_hit(props, utype, j, i) and props[utype[j], HEALER] == 0
 
 
-@njit(cache=True)
+@engine_jit
 def _acquire(e, i, na, props, utype, S):
     """Enemy ``i``'s new auto-target among the valid allies within its scan range, else its attacker, or -1.
 
@@ -79,7 +78,7 @@ def _acquire(e, i, na, props, utype, S):
     return best
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def _fresh_attacker(e, i, na, props, utype, S):
     """The ally that hit enemy ``i`` since its last update, if it lives, ``i`` can hit it and it stands within
     ``i``'s scan range; else -1.  The retaliation switch (docs/fidelity.md, "Targeting rules"): measured on
@@ -100,7 +99,7 @@ def _fresh_attacker(e, i, na, props, utype, S):
     return -1
 
 
-@njit(cache=True)
+@engine_jit
 def _threat_in_weapon_range(e, i, na, props, utype, S):
     """Whether any living threat (see :func:`_is_threat`) stands within ``i``'s weapon reach."""
     for j in range(na):
@@ -114,7 +113,7 @@ def _threat_in_weapon_range(e, i, na, props, utype, S):
     return False
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def _busy(e, i, na, props, utype, grid, nav, S, rng):
     """Run enemy ``i``'s attack in progress (its wind-up) or ordered attack (SMACv2's trigger: chase the
     target until it dies); whether that was its whole update."""
@@ -131,7 +130,7 @@ def _busy(e, i, na, props, utype, grid, nav, S, rng):
     return False
 
 
-@njit(cache=True, inline="always")
+@engine_jit_inline
 def _kept(e, i, na, props, utype, S):
     """Enemy ``i``'s current target if it keeps it (L: until it dies, leaves weapon range, or — a non-threat
     target — a threat stands within weapon range), else -1."""
@@ -145,7 +144,7 @@ def _kept(e, i, na, props, utype, S):
     return t
 
 
-@njit(cache=True)
+@engine_jit
 def _enemy_act(e, i, na, props, utype, grid, nav, S, rng):
     """The built-in AI's attack-move: keep the target, or drop it and acquire, else walk to the goal.
 

@@ -30,6 +30,7 @@ import numpy as np
 from numba import njit
 
 from marl.envs.smac.sim.contact import _push
+from marl.envs.smac.sim.jit import engine_jit
 from marl.envs.smac.sim.physics import can_hit, dist, rand_int, reach, step_toward
 from marl.envs.smac.sim.stepper import _issue_orders, _settle_cooldowns, _shuffle, _update_unit
 from marl.envs.smac.sim.targeting import _busy, _fresh_attacker, _is_threat, _kept
@@ -79,7 +80,7 @@ def parse_rules(text: str) -> np.ndarray:
     return rules
 
 
-@njit(cache=True)
+@engine_jit
 def _class(e, i, j, props, utype, S, rules):
     """Candidate class of ally ``j`` for enemy ``i`` (lower first): threats in their own range, threats,
     others."""
@@ -90,7 +91,7 @@ def _class(e, i, j, props, utype, S, rules):
     return 1
 
 
-@njit(cache=True)
+@engine_jit
 def _acquire_rules(e, i, na, props, utype, S, rng, rules):
     """``targeting._acquire`` with the rules: the closest (or a random) candidate of the best class within the
     scan range, else the last attacker, or -1."""
@@ -126,7 +127,7 @@ def _acquire_rules(e, i, na, props, utype, S, rng, rules):
     return best
 
 
-@njit(cache=True)
+@engine_jit
 def _scan_due(e, i, S, rng, rules, V):
     """Whether enemy ``i`` may search for a target this loop (every loop unless ``R_SCAN`` > 1)."""
     k = rules[R_SCAN]
@@ -141,7 +142,7 @@ def _scan_due(e, i, S, rng, rules, V):
     return due
 
 
-@njit(cache=True)
+@engine_jit
 def _enemy_act_rules(e, i, na, props, utype, grid, nav, S, rng, rules, V):
     """``targeting._enemy_act`` with the candidate rules (see the module docstring)."""
     due = _scan_due(e, i, S, rng, rules, V)  # the scan clock runs in every loop, wind-ups included

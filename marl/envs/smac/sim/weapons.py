@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
-
+from marl.envs.smac.sim.jit import engine_jit
 from marl.envs.smac.sim.physics import apply_hit, dist, rand_uniform, reach, step_toward
 from marl.envs.smac.sim.units import (
     AIR,
@@ -48,7 +47,7 @@ from marl.envs.smac.sim.units import (
 )
 
 
-@njit(cache=True)
+@engine_jit
 def _strike(e, a, t, na, props, utype, S):
     """``a``'s weapon effect on ``t``: the hits (with splash), or the baneling's burst; of a weapon whose two
     hits come one period apart (``BURST_GAP``, the zealot), the first hit, the second left to
@@ -91,7 +90,7 @@ def _strike(e, a, t, na, props, utype, S):
                 return
 
 
-@njit(cache=True)
+@engine_jit
 def flight_loops(d, v0, accel, vmax):
     """Loops a missile takes to fly ``d`` from speed ``v0``, accelerating by ``accel`` up to ``vmax`` (per
     loop and per loop squared), rounded up: it lands in the loop it arrives, at least one loop later."""
@@ -107,7 +106,7 @@ def flight_loops(d, v0, accel, vmax):
     return max(1, int(math.ceil(t - 1e-9)))
 
 
-@njit(cache=True)
+@engine_jit
 def _effect(e, a, t, na, props, utype, S):
     """The weapon's effect at the end of its wind-up: a missile launch (missile weapons), a delayed strike
     (the colossus), else the strike.
@@ -143,7 +142,7 @@ def _effect(e, a, t, na, props, utype, S):
         _strike(e, a, t, na, props, utype, S)
 
 
-@njit(cache=True)
+@engine_jit
 def _start_attack(e, a, t, na, props, utype, S, rng):
     """``a`` begins an attack on ``t``: its cooldown starts (``Period`` plus a random delay drawn uniformly
     from [-1, +2] loops, the game's ``RandomDelayMin``/``Max``, see ``units``) and its wind-up runs
@@ -171,7 +170,7 @@ def _start_attack(e, a, t, na, props, utype, S, rng):
         _effect(e, a, t, na, props, utype, S)
 
 
-@njit(cache=True)
+@engine_jit
 def _wind_up(e, a, na, props, utype, S):
     """Run one loop of ``a``'s attack in progress (callers check ``S_WU > 0``; with none it does nothing).
 
@@ -197,7 +196,7 @@ def _wind_up(e, a, na, props, utype, S):
             _effect(e, a, t, na, props, utype, S)
 
 
-@njit(cache=True)
+@engine_jit
 def _missile(e, a, na, props, utype, S):
     """One loop of ``a``'s missile in flight (if any): it lands on its target when its loops run out (a
     target that died meanwhile takes nothing).
@@ -231,7 +230,7 @@ def _missile(e, a, na, props, utype, S):
             _strike(e, a, t, na, props, utype, S)
 
 
-@njit(cache=True)
+@engine_jit
 def _attack(e, i, t, na, props, utype, grid, nav, S, rng):
     """Approach ``t`` until within range + both radii, then start an attack when the cooldown allows."""
     if dist(e, i, t, S) > reach(props, utype, i, t, RANGE):

@@ -1,0 +1,132 @@
+"""The embedded engine's speed at two versions of the code, measured side by side in one run.
+
+    .venv/bin/python benchmarks/engine_ab.py --base HEAD~1            # the working tree against HEAD~1
+    .venv/bin/python benchmarks/engine_ab.py --base 519c408 --head 2d64a19 --out results/engine_ab.md
+
+Each side is a checkout (``--base`` and ``--head`` are git revisions checked out in temporary worktrees;
+``--head`` left out is this working tree) with a Numba cache of its own. For every map and env count both
+sides time the three one-thread cells of ``sim_throughput.py`` (``rollout``: 100 compiled random steps per
+call; ``full``: the per-step ``BatchedStarCraft2Env.step`` with random available actions; ``engine``:
+``BatchedSimEngine`` alone), in fresh processes, alternating base and head ``--reps`` times, so a change in
+the machine's load falls on both. One thread on each side: the comparison is of the code, not of cores.
+The ratio column is head over base of the median over the repetitions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from marl.provenance import cpu_model
+
+ROOT = Path(__file__).resolve().parents[1]
+CELLS = ("rollout", "full", "engine")
+
+# run inside each checkout: its own sim_throughput functions time its own engine
+_WORKER = r"""
+import json, sys
+sys.path.insert(0, "benchmarks")
+from sim_throughput import bench_full, bench_ours, bench_rollout
+name, n, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+print(json.dumps({
+    "rollout": bench_rollout(name, n, seconds, 1)["sps"],
+    "full": bench_full(name, n, seconds, 1)["sps"],
+    "engine": bench_ours(name, n, seconds, 1)["sps"],
+}))
+"""
+
+
+def _rev(ref: str, cwd: Path = ROOT) -> str:
+    out = subprocess.run(["git", "rev-parse", "--short", ref], cwd=cwd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"engine_ab.py: {ref!r} is not a git revision of {cwd}: {out.stderr.strip()}")
+    return out.stdout.strip()
+
+
+def _checkout(ref: str, tmp: Path) -> Path:
+    path = tmp / ref.replace("/", "_")
+    subprocess.run(["git", "worktree", "add", "--detach", "-q", str(path), ref], cwd=ROOT, check=True)
+    return path
+
+
+def _time(src: Path, cache: Path, name: str, n: int, seconds: float) -> dict[str, float]:
+    env = {**os.environ, "PYTHONPATH": str(src), "NUMBA_CACHE_DIR": str(cache)}
+    out = subprocess.run(
+        [sys.executable, "-c", _WORKER, name, str(n), str(seconds)],
+        cwd=src,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"timing {name} x{n} in {src} failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", required=True, help="git revision of the base side")
+    ap.add_argument("--head", default=None, help="git revision of the head side (default: the working tree)")
+    ap.add_argument("--maps", nargs="+", default=["3m", "8m", "27m_vs_30m"])
+    ap.add_argument("--envs", nargs="+", type=int, default=[1, 64])
+    ap.add_argument("--seconds", type=float, default=3.0, help="timed seconds per cell")
+    ap.add_argument("--reps", type=int, default=2, help="alternations of base and head per cell")
+    ap.add_argument("--out", default=None, help="results file (relative: under benchmarks/)")
+    args = ap.parse_args(argv)
+    if args.reps < 1 or args.seconds <= 0:
+        raise SystemExit("engine_ab.py: --reps must be >= 1 and --seconds > 0")
+    t0, load0 = time.time(), os.getloadavg()
+    base_rev = _rev(args.base)
+    head_rev = _rev(args.head) if args.head else f"working tree ({_rev('HEAD')} + changes)"
+    with tempfile.TemporaryDirectory(prefix="engine_ab_") as tmp_name:
+        tmp = Path(tmp_name)
+        sides = {"base": _checkout(args.base, tmp), "head": _checkout(args.head, tmp) if args.head else ROOT}
+        try:
+            rows = []
+            for name in args.maps:
+                for n in args.envs:
+                    got: dict[str, list[dict[str, float]]] = {"base": [], "head": []}
+                    for _ in range(args.reps):
+                        for side, src in sides.items():
+                            got[side].append(_time(src, tmp / f"cache_{side}", name, n, args.seconds))
+                    med = {s: {c: statistics.median(r[c] for r in got[s]) for c in CELLS} for s in got}
+                    rows.append((name, n, med))
+                    print(name, n, json.dumps(med), flush=True)
+        finally:
+            for src in sides.values():
+                if src != ROOT:
+                    subprocess.run(["git", "worktree", "remove", "--force", str(src)], cwd=ROOT, check=False)
+    header = " | ".join(f"{s} {c}" for c in CELLS for s in ("base", "head"))
+    lines = [
+        "# The engine's speed at two versions of the code (one thread, steps per second)",
+        "",
+        f"- command: `python benchmarks/engine_ab.py {' '.join(sys.argv[1:] if argv is None else argv)}`",
+        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; base {base_rev}; head {head_rev}",
+        f"- machine: {cpu_model()}, nproc {os.cpu_count()}; load average before {load0[0]:.2f}, after "
+        f"{os.getloadavg()[0]:.2f}; {args.reps} alternations of {args.seconds:g} s cells, medians; "
+        f"wall-clock {time.time() - t0:.0f} s",
+        "",
+        f"| map | n_envs | {header} | head/base rollout | head/base full | head/base engine |",
+        "|---|---|" + "---|" * (2 * len(CELLS) + len(CELLS)),
+    ]
+    for name, n, med in rows:
+        cells = " | ".join(f"{med[s][c]:,.0f}" for c in CELLS for s in ("base", "head"))
+        ratios = " | ".join(f"{med['head'][c] / med['base'][c]:.2f}" for c in CELLS)
+        lines.append(f"| {name} | {n} | {cells} | {ratios} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        out = Path(args.out)
+        out = out if out.is_absolute() else ROOT / "benchmarks" / out
+        out.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

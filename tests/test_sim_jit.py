@@ -1,0 +1,70 @@
+"""The engine's per-loop code runs without Numba's reference counting (``marl/envs/smac/sim/jit.py``): every
+compiled function of the engine but the entry points that allocate is built by ``engine_jit``, the compiled
+game loop holds no count, and an allocation in such a function is refused at compile time."""
+
+import importlib
+
+import numpy as np
+import pytest
+from numba import njit
+from numba.core.errors import NumbaError
+from numba.core.registry import CPUDispatcher
+
+from marl.envs.smac.batched_env import BatchedStarCraft2Env
+from marl.envs.smac.sim.jit import engine_jit
+from marl.envs.smac.sim.stepper import _loop
+from marl.envs.smac.sim.units import PROPS
+
+LOOP_MODULES = ("physics", "weapons", "kernel", "targeting", "contact", "stepper", "variants")
+# entry points called from Python or the env's fused step, which allocate scratch or results
+ALLOCATING = {
+    "nav_table",
+    "check_actions",
+    "_first_loop",
+    "sim_step",
+    "sim_step_parallel",
+    "sim_reset",
+    "sim_reset_typed",
+    "sim_step_typed",
+    "sim_step_typed_parallel",
+    "sim_step_rules",
+}
+
+
+def test_every_engine_function_but_the_entry_points_is_built_without_the_runtime():
+    found = []
+    for name in LOOP_MODULES:
+        module = importlib.import_module(f"marl.envs.smac.sim.{name}")
+        for attr, fn in vars(module).items():
+            if isinstance(fn, CPUDispatcher) and fn.py_func.__module__ == module.__name__:
+                found.append(attr)
+                assert (fn.targetoptions.get("_nrt") is False) == (attr not in ALLOCATING), attr
+    assert {"_loop", "_push", "step_toward", "_attack", "_enemy_act", "_ally_act"} <= set(found)
+    assert ALLOCATING <= set(found)
+
+
+def test_the_game_loop_counts_no_references():
+    """One game loop of MMM (walks, fire, heals, missiles), compiled afresh (a cached compile keeps no
+    machine code to read): its own code holds no reference count."""
+    env = BatchedStarCraft2Env("MMM", 1, seed=0)
+    env.reset()
+    eng = env.engine
+    u = eng.S.shape[1]
+    scratch = (np.empty((u, 4)), np.empty(u, dtype=np.int64), np.empty(u, dtype=np.int64))
+    fresh = njit(_nrt=False)(_loop.py_func)
+    fresh(0, eng.n_agents, PROPS, eng.utype, eng.grid, eng.nav, eng.S, eng.rng, *scratch)
+    asm = "\n".join(fresh.inspect_asm().values())
+    assert "_push" in asm and "_enemy_act" in asm, "the loop's machine code was not found"
+    assert "NRT_incref" not in asm and "NRT_decref" not in asm
+    counted = njit(_loop.py_func)  # the same loop with the runtime: the counts this module removes
+    counted(0, eng.n_agents, PROPS, eng.utype, eng.grid, eng.nav, eng.S, eng.rng, *scratch)
+    assert "NRT_incref" in "\n".join(counted.inspect_asm().values())
+
+
+def test_an_allocation_in_engine_code_does_not_compile():
+    @engine_jit
+    def scratch(n):
+        return np.zeros(n)
+
+    with pytest.raises(NumbaError):
+        scratch(3)
