@@ -14,6 +14,12 @@ with the ally ordered to attack an enemy within 5.65 (so that no walk comes firs
   from there (``loop``: shows ``Period + j - 8 + ceil(c)``), or it counts from the exact moment the last
   one ran out (``carry``: ``Period + j - 8 + c``).
 
+* **last loop**: an ally that keeps attacking with 7-8 loops of cooldown at a step's start (its weapon
+  comes ready in the step's last loop) against one with 6-7: the share that began an attack within the
+  step (the cooldown shown after it is above 0); and for the next step, with the same target and 0 shown
+  at its start, the delay implied when the new cooldown counts from the moment the last ran out (``Period
+  + j - 16 + c``, ``c`` the cooldown at the start of the step before).
+
 Each reading implies a ``j`` for every step; the game's ``RandomDelayMin``/``Max`` (-1 and +2 loops, X)
 bound it. The same steps are taken from the engine (3m, allies attacking the nearest enemy they may attack,
 read from the engine's SMAC state exactly as from the game's). Results: ``results/recorded_cooldowns.md``.
@@ -66,9 +72,19 @@ def transitions(episodes: list[Episode], extent: float = 28.0) -> dict[str, np.n
                 d = extent * np.hypot(*(ally[t, i, 2:4] - enemy[t, j, 1:3]))
                 prev = int(ep.actions_TN[t - 1, i]) if t > 0 else -1
                 moved = extent * np.hypot(*(ally[t + 1, i, 2:4] - ally[t, i, 2:4]))
-                rows.append((d, MAX_CD * ally[t, i, 1], MAX_CD * ally[t + 1, i, 1], prev >= 6, moved))
-    r = np.array(rows, dtype=float).reshape(-1, 5)
-    return {"dist": r[:, 0], "cd0": r[:, 1], "cd1": r[:, 2], "was_attacking": r[:, 3] > 0, "moved": r[:, 4]}
+                before = MAX_CD * ally[t - 1, i, 1] if t > 0 else np.nan
+                cds = (MAX_CD * ally[t, i, 1], MAX_CD * ally[t + 1, i, 1])
+                rows.append((d, *cds, prev >= 6, moved, before, prev == a))
+    r = np.array(rows, dtype=float).reshape(-1, 7)
+    return {
+        "dist": r[:, 0],
+        "cd0": r[:, 1],
+        "cd1": r[:, 2],
+        "was_attacking": r[:, 3] > 0,
+        "moved": r[:, 4],
+        "cd_before": r[:, 5],
+        "same_target": r[:, 6] > 0,
+    }
 
 
 def engine_episodes(episodes: int, seed: int, n_envs: int = 16) -> list[Episode]:
@@ -133,6 +149,21 @@ def laws(tr: dict[str, np.ndarray]) -> dict[str, float]:
         out[f"{name} min"], out[f"{name} max"] = float(jit.min()), float(jit.max())
         span = CD_JITTER_HI - CD_JITTER_LO
         out[f"{name} KS p"] = float(stats.kstest(inside, "uniform", args=(CD_JITTER_LO, span)).pvalue)
+    # the last loop: a cooldown that runs out in it, then the next step counted from that moment
+    kept = inr & tr["was_attacking"]
+    late, early = kept & (c > 7) & (c < 8), kept & (c > 6) & (c < 7)
+    out["late n"], out["late began"] = float(late.sum()), float(np.mean(tr["cd1"][late] > 0.05))
+    out["early n"], out["early began"] = float(early.sum()), float(np.mean(tr["cd1"][early] > 0.05))
+    b = tr["cd_before"]
+    across = kept & tr["same_target"] & (c == 0) & (b > 7) & (b < 8) & (tr["cd1"] > 0)
+    jit = tr["cd1"][across] - (PERIOD - 2 * LOOPS + b[across])
+    out["across n"] = float(across.sum())
+    inside = jit[(jit >= CD_JITTER_LO - 0.2) & (jit <= CD_JITTER_HI + 0.2)]
+    span = CD_JITTER_HI - CD_JITTER_LO
+    some = len(inside) > 0  # none where every weapon fires in the last loop (the engine before 2026-11-27)
+    out["across min"], out["across max"] = (float(jit.min()), float(jit.max())) if some else (np.nan, np.nan)
+    ks = stats.kstest(inside, "uniform", args=(CD_JITTER_LO, span)).pvalue if some else np.nan
+    out["across KS p"] = float(ks)
     return out
 
 
@@ -154,6 +185,14 @@ ROWS = (
     ("loop min", "loop: implied j, least", "{:+.3f}"),
     ("loop max", "loop: implied j, largest", "{:+.3f}"),
     ("loop KS p", "loop: KS p of j against uniform on [-1, +2]", "{:.3g}"),
+    ("early n", "kept attacking with 6-7 loops of cooldown at the start (in range)", "{:.0f}"),
+    ("early began", "  share that began an attack in the step (cooldown shown after it > 0)", "{:.3f}"),
+    ("late n", "kept attacking with 7-8 loops at the start: it runs out in the last loop", "{:.0f}"),
+    ("late began", "  share that began an attack in the step", "{:.3f}"),
+    ("across n", "the next step (0 shown at its start, attacking the same target)", "{:.0f}"),
+    ("across min", "  implied j counted from the moment it came ready (Period - 16 + c), least", "{:+.3f}"),
+    ("across max", "  implied j, largest", "{:+.3f}"),
+    ("across KS p", "  KS p of j against uniform on [-1, +2]", "{:.3g}"),
 )  # fmt: skip
 
 

@@ -52,12 +52,12 @@ def test_the_game_loop_counts_no_references():
     u = eng.S.shape[1]
     scratch = (np.empty((u, 4)), np.empty(u, dtype=np.int64), np.empty(u, dtype=np.int64))
     fresh = njit(_nrt=False)(_loop.py_func)
-    fresh(0, eng.n_agents, PROPS, eng.utype, eng.grid, eng.nav, eng.S, eng.rng, *scratch)
+    fresh(0, eng.n_agents, PROPS, eng.utype, eng.grid, eng.nav, eng.S, eng.rng, *scratch, True)
     asm = "\n".join(fresh.inspect_asm().values())
     assert "_push" in asm and "_enemy_act" in asm, "the loop's machine code was not found"
     assert "NRT_incref" not in asm and "NRT_decref" not in asm
     counted = njit(_loop.py_func)  # the same loop with the runtime: the counts this module removes
-    counted(0, eng.n_agents, PROPS, eng.utype, eng.grid, eng.nav, eng.S, eng.rng, *scratch)
+    counted(0, eng.n_agents, PROPS, eng.utype, eng.grid, eng.nav, eng.S, eng.rng, *scratch, True)
     assert "NRT_incref" in "\n".join(counted.inspect_asm().values())
 
 

@@ -259,7 +259,7 @@ def _step_with_attack_order(S, utype, rng, act_from_loop=1):
     S[0, 0, U.S_OK], S[0, 0, U.S_TGT] = ATTACK, 1
     delay = U.CD_JITTER_LO + (U.CD_JITTER_HI - U.CD_JITTER_LO) * rand_uniform(rng.copy(), 0)
     for loop in range(1, U.LOOPS_PER_STEP + 1):
-        _regen(0, 0, U.PROPS, utype, S)
+        _regen(0, 0, U.PROPS, utype, S, loop == U.LOOPS_PER_STEP)
         if loop >= act_from_loop:
             _ally_act(0, 0, 1, U.PROPS, utype, GRID, NAV, S, rng)
     _settle_cooldowns(0, S)
@@ -279,7 +279,7 @@ def test_a_fresh_attack_shows_period_plus_delay_minus_7_after_the_step(seed):
     assert U.CD_JITTER_LO <= delay <= U.CD_JITTER_HI and delay != round(delay)
 
 
-@pytest.mark.parametrize("c", [0.3, 2.75, 7.9])
+@pytest.mark.parametrize("c", [0.3, 2.75, 6.9])
 def test_a_shot_that_follows_the_last_counts_its_cooldown_from_the_moment_the_last_ran_out(c):
     """D: a marine that keeps attacking, with ``c`` loops of cooldown at the step's start, shows ``Period +
     delay - 8 + c``: the part of the loop after its weapon came ready is carried, not rounded away."""
@@ -300,9 +300,27 @@ def test_a_weapon_ready_and_unused_carries_nothing_and_never_shows_below_zero():
     from marl.envs.smac.sim.stepper import _settle_cooldowns
 
     S, utype, _ = duel("marine", "marine", 1.0)
-    S[0, 0, U.S_CD] = 7.6
-    for _ in range(U.LOOPS_PER_STEP):
-        _regen(0, 0, U.PROPS, utype, S)
-    assert S[0, 0, U.S_CD] == pytest.approx(-0.4)  # came ready 0.4 loop before the step's end ...
+    S[0, 0, U.S_CD] = 6.6
+    for loop in range(1, U.LOOPS_PER_STEP + 1):
+        _regen(0, 0, U.PROPS, utype, S, loop == U.LOOPS_PER_STEP)
+        if loop == 7:
+            assert S[0, 0, U.S_CD] == pytest.approx(-0.4)  # came ready 0.4 loop before loop 7's end ...
+    assert S[0, 0, U.S_CD] == 0.0 and S[0, 0, U.S_RC] == 0.0  # ... unused in it: nothing carried
     _settle_cooldowns(0, S)
-    assert S[0, 0, U.S_CD] == 0.0  # ... and unused: the state shows 0, as the game's weapon_cooldown
+    assert S[0, 0, U.S_CD] == 0.0  # the state shows 0, as the game's weapon_cooldown
+
+
+@pytest.mark.parametrize("c", [7.05, 7.6, 8.0])
+def test_a_weapon_that_comes_ready_in_the_last_loop_fires_in_the_next_step_counting_from_that_moment(c):
+    """D (benchmarks/recorded_cooldowns.py): a marine that keeps attacking with 7-8 loops of cooldown at a
+    step's start begins no attack in that step (the state then shows 0), and its attack in the next step
+    shows ``Period + delay - 16 + c``: counted from the moment the last cooldown ran out."""
+    S, utype, _ = duel("marine", "marine", 1.0)
+    S[0, 0, U.S_CD] = c
+    hp = S[0, 1, U.S_HP]
+    _step_with_attack_order(S, utype, np.array([5], dtype=np.uint64))
+    assert S[0, 0, U.S_CD] == 0.0 and S[0, 0, U.S_WU] == 0.0 and S[0, 1, U.S_HP] == hp  # no attack begun
+    rng = np.array([11], dtype=np.uint64)
+    delay = _step_with_attack_order(S, utype, rng)
+    assert S[0, 0, U.S_CD] == pytest.approx(U.PROPS[utype[0], U.COOLDOWN] + delay - 16 + c)
+    assert S[0, 1, U.S_HP] < hp and S[0, 0, U.S_RC] == 0.0

@@ -36,6 +36,7 @@ from marl.envs.smac.sim.units import (
     S_OK,
     S_OX,
     S_OY,
+    S_RC,
     S_SH,
     S_SINCE,
     S_TGT,
@@ -144,16 +145,17 @@ def _shuffle(e, u, rng, perm):
 
 @engine_jit_inline
 def _settle_cooldowns(e, S):
-    """After a step's loops: a weapon that came ready during the last loop and stayed unused is just ready
-    (the carried part of ``kernel._regen`` lives only within its loop), so every cooldown the state shows
-    is >= 0, as the game's ``weapon_cooldown``."""
+    """After a step's loops: a weapon that came ready during a loop and stayed unused is just ready (the
+    carried part of ``kernel._regen`` lives only within its loop), and one that came ready in the last
+    loop (``S_RC``, kept for the next step) is ready too, so every cooldown the state shows is >= 0, as the
+    game's ``weapon_cooldown``."""
     for i in range(S.shape[1]):
-        if S[e, i, S_CD] < 0.0:
+        if S[e, i, S_CD] < 0.0 or S[e, i, S_RC] < 0.0:
             S[e, i, S_CD] = 0.0
 
 
 @engine_jit_inline
-def _update_unit(e, i, na, props, utype, grid, nav, S, rng):
+def _update_unit(e, i, na, props, utype, grid, nav, S, rng, last):
     """One loop of unit ``i``: its missile in flight (which flies on after its launcher's death), then, if
     it lives, regeneration and its action; returns True for an enemy on automatic targeting, whose action
     (``targeting._enemy_act`` or a candidate rule's) the caller runs."""
@@ -161,7 +163,7 @@ def _update_unit(e, i, na, props, utype, grid, nav, S, rng):
         _missile(e, i, na, props, utype, S)
     if S[e, i, S_HP] <= 0.0:
         return False
-    _regen(e, i, props, utype, S)
+    _regen(e, i, props, utype, S, last)
     if i < na:
         _ally_act(e, i, na, props, utype, grid, nav, S, rng)
     elif props[utype[i], HEALER] > 0:
@@ -172,14 +174,14 @@ def _update_unit(e, i, na, props, utype, grid, nav, S, rng):
 
 
 @engine_jit
-def _loop(e, na, props, utype, grid, nav, S, rng, buf, idx, perm):
+def _loop(e, na, props, utype, grid, nav, S, rng, buf, idx, perm, last):
     """One game loop of env ``e``: every unit in a fresh random order, then the push (scratch: buf, idx,
-    perm)."""
+    perm); ``last``: the step's last loop (``kernel._regen``)."""
     u = S.shape[1]
     _shuffle(e, u, rng, perm)
     for k in range(u):
         i = perm[k]
-        if _update_unit(e, i, na, props, utype, grid, nav, S, rng):
+        if _update_unit(e, i, na, props, utype, grid, nav, S, rng, last):
             _enemy_act(e, i, na, props, utype, grid, nav, S, rng)
     _push(e, props, utype, grid, S, rng, buf, idx)
 
@@ -188,8 +190,8 @@ def _loop(e, na, props, utype, grid, nav, S, rng, buf, idx, perm):
 def _step_env(e, actions, na, props, utype, grid, nav, enemy_order, S, rng, buf, idx, perm):
     """Issue env ``e``'s SMAC actions as orders, then simulate its 8 game loops (scratch: buf, idx, perm)."""
     _issue_orders(e, actions, na, props, utype, enemy_order, S)
-    for _ in range(LOOPS_PER_STEP):
-        _loop(e, na, props, utype, grid, nav, S, rng, buf, idx, perm)
+    for k in range(LOOPS_PER_STEP):
+        _loop(e, na, props, utype, grid, nav, S, rng, buf, idx, perm, k == LOOPS_PER_STEP - 1)
     _settle_cooldowns(e, S)
 
 
@@ -208,7 +210,7 @@ def _first_loop(e, na, props, utype, grid, nav, S, rng):
     buf = np.empty((u, 4))
     idx = np.empty(u, dtype=np.int64)
     perm = np.empty(u, dtype=np.int64)
-    _loop(e, na, props, utype, grid, nav, S, rng, buf, idx, perm)
+    _loop(e, na, props, utype, grid, nav, S, rng, buf, idx, perm, False)
     _settle_cooldowns(e, S)
 
 
@@ -255,6 +257,7 @@ def _reset_env(e, na, props, utype, grid, base_pos, noise, enemy_order, target, 
         S[e, i, S_SH] = props[ut, SHIELD]
         S[e, i, S_EN] = ENERGY_START if props[ut, HEALER] > 0 else 0.0
         S[e, i, S_CD] = 0.0
+        S[e, i, S_RC] = 0.0
         S[e, i, S_SINCE] = 1e9
         S[e, i, S_OK] = IDLE
         S[e, i, S_TGT] = -1

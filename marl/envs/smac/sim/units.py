@@ -102,10 +102,11 @@ N_PROPS = 27
 # S_ML / S_MT: loops left before this unit's missile in flight lands (0: none) and its target; for a weapon
 #   whose hits come in a burst (BURST_GAP > 0, no missile), loops left before the burst's second hit lands;
 #   for a weapon whose effect lands later (EFFECT_DELAY > 0, the colossus's sweeps), loops left until it lands
-(S_X, S_Y, S_HP, S_SH, S_EN, S_CD, S_SINCE, S_OK, S_TGT, S_OX, S_OY, S_LA, S_HT, S_WU, S_WT, S_ML, S_MT) = (
-    range(17)
-)
-N_STATE = 17
+# S_RC: a weapon that came ready in a step's last loop, kept for the next step: its cooldown as of that step's
+#   first loop (negative: the loops since it came ready), 0 otherwise (kernel._regen)
+S_X, S_Y, S_HP, S_SH, S_EN, S_CD, S_SINCE, S_OK, S_TGT, S_OX, S_OY, S_LA, S_HT = range(13)
+S_WU, S_WT, S_ML, S_MT, S_RC = range(13, 18)
+N_STATE = 18
 
 # order kinds (column S_OK; what each does: kernel)
 IDLE, MOVE, ATTACK, HEAL, AMOVE = 0, 1, 2, 3, 4

@@ -176,7 +176,7 @@ def sim_step_rules(actions, na, props, utype, grid, nav, enemy_order, S, rng, ru
     perm = np.empty(u, dtype=np.int64)
     for e in range(S.shape[0]):
         _issue_orders(e, actions, na, props, utype, enemy_order, S)
-        for _ in range(LOOPS_PER_STEP):
+        for loop in range(LOOPS_PER_STEP):
             if rules[R_SHARED] > 0 and rules[R_SCAN] > 1:  # the env's scan clock: one tick per loop
                 V[e, 0, V_SCAN] = (
                     rand_int(rng, e, rules[R_SCAN])
@@ -186,7 +186,7 @@ def sim_step_rules(actions, na, props, utype, grid, nav, enemy_order, S, rng, ru
             _shuffle(e, u, rng, perm)
             for k in range(u):
                 i = perm[k]
-                if _update_unit(e, i, na, props, utype, grid, nav, S, rng):
+                if _update_unit(e, i, na, props, utype, grid, nav, S, rng, loop == LOOPS_PER_STEP - 1):
                     _enemy_act_rules(e, i, na, props, utype, grid, nav, S, rng, rules, V)
             _push(e, props, utype, grid, S, rng, buf, idx)
         _settle_cooldowns(e, S)
