@@ -9,7 +9,9 @@ steps with no other living ally near the path (-0.2 to 1.6 along the order, with
 splits them by the previous action and the angle between the new order and the way the ally faced (toward
 its last attack's target, else along its last walk of more than 0.05). Columns as in
 ``recorded_movement.py`` (a full step loses under 0.1 loop). The engine side replays the same episodes with
-the game's ally actions (``replay_engine.replay``). Results: ``results/recorded_turns.md``.
+the game's ally actions (``replay_engine.replay``). A second table lists the game's attacks that began in
+a step's last loops before a move (:func:`late_attacks`): when they began and whether they hit within their
+own step. Results: ``results/recorded_turns.md``.
 
     .venv/bin/python benchmarks/recorded_turns.py <data>/executor_sequence_log_*.tfrecord \\
         --out benchmarks/results/recorded_turns.md
