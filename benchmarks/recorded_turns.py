@@ -27,9 +27,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recorded_episodes import MARINE_MAX_CD, Episode, emit, episodes_or_exit, parser, run_header  # noqa: E402
+from recorded_episodes import Episode, emit, episodes_or_exit, parser, run_header, units_of  # noqa: E402
 from recorded_movement import (  # noqa: E402
     DIRS,
+    EXTENT,
     FULL,
     PER_LOOP,
     M,
@@ -39,7 +40,6 @@ from recorded_movement import (  # noqa: E402
     game_positions,
 )
 
-MARINE_HP = 45.0  # X; SMAC's state gives health / max
 LATE = (
     12.0  # a cooldown of 12 loops or more at a step's start: the attack began in the step before's last loops
 )
@@ -52,12 +52,12 @@ def facing(ep: Episode, pos: np.ndarray, t: int, i: int) -> np.ndarray | None:
     last walk longer than 0.05; None when neither is known."""
     for s in range(t - 1, -1, -1):
         a = int(ep.actions_TN[s, i])
-        v = pos[s, N + a - 6] - pos[s, i] if a >= 6 else pos[s + 1, i] - pos[s, i]
-        if np.isnan(v).any() or (a < 6 and np.hypot(*v) <= 0.05):
-            if a >= 6:
-                return None
-            continue
-        return v / np.hypot(*v)
+        if a >= 6:  # its last attack: toward the target, unknown if the target is dead
+            v = pos[s, N + a - 6] - pos[s, i]
+            return None if np.isnan(v).any() else v / np.hypot(*v)
+        v = pos[s + 1, i] - pos[s, i]
+        if not np.isnan(v).any() and np.hypot(*v) > 0.05:  # its last walk
+            return v / np.hypot(*v)
     return None
 
 
@@ -95,7 +95,7 @@ def table(rows: list[tuple[str, float, float]]) -> dict[tuple[str, str], dict[st
                     "full": float(np.mean(loss < 0.1)),
                     "mean": float(loss.mean()),
                     "max": float(loss.max()),
-                    "whole": int(np.sum(np.abs(loss - np.round(loss)) < 0.02) - np.sum(np.abs(loss) < 0.02)),
+                    "whole": int(np.sum((loss > 0.5) & (np.abs(loss - np.round(loss)) < 0.02))),
                 }
     return out
 
@@ -106,18 +106,16 @@ def late_attacks(episodes: list[Episode]) -> list[tuple[float, float, float, flo
     at the start of the attack step and of the move step, and the target's health lost in each step."""
     rows = []
     for ep in episodes:
-        s = np.asarray(ep.state_TS, dtype=float)
-        ally = s[:, : N * 4].reshape(len(s), N, 4)  # health, cooldown, x, y
-        enemy = s[:, N * 4 : N * 4 + M * 3].reshape(len(s), M, 3)  # health, x, y
-        for t in range(1, min(len(ep.actions_TN), len(s) - 1)):
+        u = units_of(ep.state_TS, N, M, np.zeros(2), EXTENT)  # positions unused
+        hp, cd = u.health, u.cooldown  # hit points, loops
+        for t in range(1, min(len(ep.actions_TN), len(hp) - 1)):
             for i in range(N):
                 a, prev = int(ep.actions_TN[t, i]), int(ep.actions_TN[t - 1, i])
-                cd = ally[t, i, 1] * MARINE_MAX_CD
                 shared = any(int(ep.actions_TN[t - 1, j]) == prev for j in range(N) if j != i)
-                if a not in DIRS or prev < 6 or cd < LATE or shared or ally[t + 1, i, 0] <= 0:
+                if a not in DIRS or prev < 6 or cd[t, i] < LATE or shared or hp[t + 1, i] <= 0:
                     continue
-                hp = enemy[t - 1 : t + 2, prev - 6, 0] * MARINE_HP
-                rows.append((ally[t - 1, i, 1] * MARINE_MAX_CD, cd, hp[0] - hp[1], hp[1] - hp[2]))
+                h = hp[t - 1 : t + 2, N + prev - 6]
+                rows.append((cd[t - 1, i], cd[t, i], h[0] - h[1], h[1] - h[2]))
     return rows
 
 
