@@ -85,7 +85,8 @@ def full_length_growth(
     first update on ``batch``, which peaked at ``peak`` and left ``now`` from ``before``: its peak growth,
     taken as proportional to episodes x slots, of its largest graph (:func:`step_footprint`) or of the
     inputs it holds at once (:func:`held_footprint`), whichever grows more. (MAPPO on bane_vs_bane, first
-    update on episodes of up to 44 steps: 5.3 GiB estimated, 5.4 GiB measured; ``update_memory.md``.)"""
+    update on episodes of up to 44 steps, update_rows 32: 2.9 GiB estimated, 2.4 GiB measured;
+    ``benchmarks/results/update_memory.md``.)"""
     b = batch.batch_size
     full = full_footprint(learner, b, slots)
     scale = max(
