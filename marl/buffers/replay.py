@@ -60,8 +60,9 @@ def reset_peak_rss() -> int | None:
 
 
 def peak_rss() -> int | None:
-    """This process's peak resident memory in bytes since :func:`reset_peak_rss` (Linux ``VmHWM``; where
-    the peak cannot be read or reset, the current resident memory)."""
+    """This process's peak resident memory in bytes (Linux ``VmHWM``): since :func:`reset_peak_rss` where
+    the kernel lets it reset the peak, else since the process began (larger: the check errs on the safe
+    side); where it cannot be read, the current resident memory."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
