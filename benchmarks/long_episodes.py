@@ -33,8 +33,9 @@ SIZES = {  # n_agents, n_actions, obs_shape, state_shape (docs/smac.md §2)
 }
 
 
-def synthetic_batch(info, b: int, seed: int):  # noqa: ANN001, ANN201
-    """``b`` padded episodes of random length in [limit/4, limit] (shorter ones terminate)."""
+def synthetic_batch(info, b: int, seed: int, lengths=None):  # noqa: ANN001, ANN201
+    """``b`` padded episodes of random length in [limit/4, limit], or of ``lengths`` (shorter ones than the
+    limit terminate)."""
     from marl.buffers.episode import EpisodeBatch, Scheme
 
     rng = np.random.default_rng(seed)
@@ -42,7 +43,7 @@ def synthetic_batch(info, b: int, seed: int):  # noqa: ANN001, ANN201
     n, a, lim = info.n_agents, info.n_actions, info.episode_limit
     d = eb.data
     for row in range(b):
-        ep_len = int(rng.integers(max(1, lim // 4), lim + 1))
+        ep_len = int(rng.integers(max(1, lim // 4), lim + 1)) if lengths is None else int(lengths[row])
         d["obs"][row, : ep_len + 1] = rng.normal(size=(ep_len + 1, n, info.obs_shape))
         d["state"][row, : ep_len + 1] = rng.normal(size=(ep_len + 1, info.state_shape))
         avail = (rng.random((ep_len + 1, n, a)) < 0.7).astype(np.int32)

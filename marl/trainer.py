@@ -25,7 +25,9 @@ from marl.buffers.replay import (
     available_memory,
     capped_capacity,
     fill_shortfall,
+    peak_rss,
     process_rss,
+    reset_peak_rss,
     rows_that_fit,
     update_shortfall,
 )
@@ -34,7 +36,7 @@ from marl.config import Config, config_from_dict, config_to_dict, dump_config
 from marl.config.schema import ALG_SECTIONS
 from marl.envs.base import EnvInfo
 from marl.envs.factory import EnvFactory, make_env_fn, probe_env_info  # noqa: F401 (re-exported)
-from marl.learners.base import Learner, full_footprint, step_footprint
+from marl.learners.base import Learner, full_length_growth, step_footprint
 from marl.logging import Logger
 from marl.provenance import append_provenance
 from marl.run_folder import RunLock, create_run_dir, default_run_name
@@ -277,7 +279,7 @@ class Trainer:
         else:
             batch = self.buffer.sample(self.cfg.learner.batch_size, self.rng)
         check = not self._memory_checked and self.cfg.learner.memory_check
-        before = process_rss() if check else None
+        before = reset_peak_rss() if check else None
         out = self.learner.train(batch, self.t_env, self.episode)
         self.train_steps += 1
         if check:
@@ -293,15 +295,15 @@ class Trainer:
 
     def _check_memory(self, batch: EpisodeBatch, before: int | None) -> None:
         """After the first update: stop (exit 1) if the rest of the buffer (none on-policy), and the
-        learner's step grown to full-length episodes (its memory taken as proportional to the episodes x
-        slots of its largest graph, :func:`~marl.learners.base.step_footprint`), would not fit."""
+        learner's step grown to full-length episodes (:func:`~marl.learners.base.full_length_growth`) would
+        not fit."""
         rss, gib = process_rss(), 2**30
         growth, step_bytes, slots = 0, 0, self.scheme.max_seq_length
         footprint = step_footprint(self.learner, batch)
         if rss is not None and before is not None:
-            full = full_footprint(self.learner, batch.batch_size, slots)
-            step_bytes = max(rss - before, 0)
-            growth = int(step_bytes * (full / max(footprint, 1) - 1))
+            peak = peak_rss() or rss
+            step_bytes = max(peak - before, 0)
+            growth = full_length_growth(self.learner, batch, slots, before, peak, rss)
         available = available_memory()
         if rss is None or available is None:
             return

@@ -146,3 +146,18 @@ def test_update_shortfall_names_a_batch_that_fits_for_on_policy_learners():
     assert "learner.memory_check=false" in msg
     assert update_shortfall(32, None, 10 * gib, 16 * gib) is None
     assert update_shortfall(32, 9 * gib, None, 16 * gib) is None
+
+
+def test_peak_rss_sees_memory_freed_before_it_is_read():
+    """The memory check measures an update by its peak: memory taken and given back inside the update
+    counts (``reset_peak_rss`` starts a new peak where Linux allows it)."""
+    from marl.buffers.replay import peak_rss, process_rss, reset_peak_rss
+
+    if not Path("/proc/self/status").exists():
+        pytest.skip("reads Linux's /proc")
+    before = reset_peak_rss()
+    assert before is not None and peak_rss() < before + 64 * 2**20  # the peak starts again near now
+    block = np.ones(256 * 2**20, dtype=np.uint8)  # 256 MiB, touched
+    del block
+    assert peak_rss() >= before + 240 * 2**20
+    assert process_rss() < before + 64 * 2**20  # given back, but the peak keeps it

@@ -246,21 +246,26 @@ def test_a_buffer_that_would_outgrow_the_memory_stops_the_run_at_the_first_updat
 def test_an_on_policy_update_that_would_outgrow_the_memory_stops_the_run_at_the_first_update(
     tmp_path, monkeypatch
 ):
-    """MAPPO has no replay buffer, but its update grows with the episodes' length: the first update's growth,
-    scaled to full-length episodes, is checked against the memory available, and the stop names a
+    """MAPPO has no replay buffer, but its update grows with the episodes' length: the first update's peak
+    memory, scaled to full-length episodes, is checked against the memory available, and the stop names a
     learner.batch_size that fits."""
+    import marl.learners.base as base
     import marl.trainer as trainer_mod
     from marl.signals import RunStopped
 
     tiny = [o for o in TINY if not o.startswith("mixer.")]
     cfg = load_config("mappo", env="fake", overrides=[*tiny, f"results_dir={tmp_path}", "run_name=onp"])
-    rss = iter([10 * 2**30, 11 * 2**30])  # the first update grew this process by 1 GiB
-    monkeypatch.setattr(trainer_mod, "process_rss", lambda: next(rss))
-    monkeypatch.setattr(trainer_mod, "available_memory", lambda: 2**30)
+    gib = 2**30
+    # the first update peaked 1.5 GiB above the memory before it and kept 1 GiB of it
+    monkeypatch.setattr(trainer_mod, "reset_peak_rss", lambda: 10 * gib)
+    monkeypatch.setattr(trainer_mod, "peak_rss", lambda: int(11.5 * gib))
+    monkeypatch.setattr(trainer_mod, "process_rss", lambda: 11 * gib)
+    monkeypatch.setattr(trainer_mod, "available_memory", lambda: gib)
     trainer = Trainer(cfg)
     full, half = trainer.scheme.max_seq_length, trainer.scheme.max_seq_length // 2  # episodes half as long
-    monkeypatch.setattr(trainer_mod, "step_footprint", lambda learner, batch: batch.batch_size * half)
-    growth = int(2**30 * (full / half - 1))
+    for mod, name in ((trainer_mod, "step_footprint"), (base, "step_footprint"), (base, "held_footprint")):
+        monkeypatch.setattr(mod, name, lambda learner, batch: batch.batch_size * half)
+    growth = int(1.5 * gib * full / half) - gib  # the full-length peak, beyond the 1 GiB kept now
     with pytest.raises(RunStopped) as stop:
         trainer.run()
     msg = str(stop.value)

@@ -14,7 +14,7 @@ from marl.config import load_config
 from marl.config.keys import ConfigError
 from marl.config.schema import Config, MixerConfig, WQMIXConfig
 from marl.learners import QLearner
-from marl.learners.base import full_footprint, step_footprint
+from marl.learners.base import full_footprint, held_footprint, step_footprint
 from marl.learners.length_groups import split_by_length, split_rows
 from marl.learners.wqmix_learner import WQMIXLearner
 from marl.utils.ms import setup
@@ -75,6 +75,10 @@ def test_memory_footprints_count_at_most_update_rows_episodes() -> None:
     learner = QLearner(INFO, cfg(time_bucket=4, length_groups=2, update_rows=5))
     assert step_footprint(learner, batch) == max(2 * 21, 5 * 8)  # the largest part's episodes x slots
     assert full_footprint(learner, 16, 21) == 5 * 21  # full-length episodes: at most 5 per graph
+    # every part's inputs are built before the first runs: the held footprint sums the parts
+    lengths = np.asarray(LENGTHS) + 1
+    parts = learner._group_split(batch["filled"])
+    assert held_footprint(learner, batch) == sum(len(r) * lengths[r].max() for r, _ in parts) > 2 * 21 + 5 * 8
     plain = QLearner(INFO, cfg(time_bucket=4, length_groups=2))
     assert full_footprint(plain, 16, 21) == 16 * 21
 
@@ -112,8 +116,10 @@ def test_a_run_with_update_rows_trains_and_the_memory_stop_names_one(tmp_path, m
 
     run = Trainer(_cfg(tmp_path, extra=("run_name=parts", "learner.update_rows=3"))).run()
     assert t_env_final(run) >= 400
-    rss = iter([2**30, 2**30 + 64 * 2**20])  # the first update took 64 MiB
-    monkeypatch.setattr(trainer_mod, "process_rss", lambda: next(rss, 2**30 + 64 * 2**20))
+    after = 2**30 + 64 * 2**20  # the first update took 64 MiB (at its peak and after it)
+    monkeypatch.setattr(trainer_mod, "reset_peak_rss", lambda: 2**30)
+    monkeypatch.setattr(trainer_mod, "peak_rss", lambda: after)
+    monkeypatch.setattr(trainer_mod, "process_rss", lambda: after)
     monkeypatch.setattr(trainer_mod, "available_memory", lambda: 2**30)
     with pytest.raises(RunStopped, match=r"learner.update_rows=\d+ \(the same update in parts"):
         Trainer(_cfg(tmp_path, extra=("run_name=stop", "env.args.episode_limit=200"))).run()

@@ -49,6 +49,28 @@ def process_rss() -> int | None:
     return pages * os.sysconf("SC_PAGE_SIZE")
 
 
+def reset_peak_rss() -> int | None:
+    """Start a new peak for :func:`peak_rss` (Linux: writing 5 to ``/proc/self/clear_refs`` sets the
+    process's peak to its current resident memory); returns the current resident memory."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+    return process_rss()
+
+
+def peak_rss() -> int | None:
+    """This process's peak resident memory in bytes since :func:`reset_peak_rss` (Linux ``VmHWM``; where
+    the peak cannot be read or reset, the current resident memory)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return max(int(line.split()[1]) * 1024, process_rss() or 0)
+    except (OSError, ValueError, IndexError):
+        pass
+    return process_rss()
+
+
 def rows_that_fit(rest: int, step_bytes: int, footprint: int, slots: int, available: int) -> int:
     """The most episodes one graph of the update may take (``learner.update_rows``) so that ``rest`` bytes
     still to come (the buffer's) and the update on full-length episodes of ``slots`` slots fit in

@@ -61,9 +61,34 @@ def step_footprint(learner: Any, batch: EpisodeBatch) -> int:
     return batch.batch_size * (int(batch.episode_lengths().max()) + 1)
 
 
+def held_footprint(learner: Any, batch: EpisodeBatch) -> int:
+    """Episodes x slots of the inputs one update on ``batch`` holds at once, which the memory check scales
+    to full-length episodes too: the learner's own ``held_footprint(batch)`` where it has one (an update in
+    parts builds every part's inputs before the first part runs: the whole batch, each part over its own
+    slots), else :func:`step_footprint`."""
+    own = getattr(learner, "held_footprint", None)
+    return int(own(batch)) if own is not None else step_footprint(learner, batch)
+
+
 def full_footprint(learner: Any, batch_size: int, slots: int) -> int:
     """Episodes x slots of the largest graph one update on ``batch_size`` full-length episodes of ``slots``
     slots runs (the memory check's worst case): the learner's own ``full_footprint`` where it has one (the
     Q-learner with ``learner.update_rows`` runs at most that many episodes in one graph), else the batch."""
     own = getattr(learner, "full_footprint", None)
     return int(own(batch_size, slots)) if own is not None else batch_size * slots
+
+
+def full_length_growth(
+    learner: Any, batch: EpisodeBatch, slots: int, before: int, peak: int, now: int
+) -> int:
+    """Bytes beyond ``now`` that an update on full-length episodes (``slots`` slots) will peak at, from the
+    first update on ``batch``, which peaked at ``peak`` and left ``now`` from ``before``: its peak growth,
+    taken as proportional to episodes x slots, of its largest graph (:func:`step_footprint`) or of the
+    inputs it holds at once (:func:`held_footprint`), whichever grows more. (MAPPO on bane_vs_bane, first
+    update on episodes of up to 44 steps: 5.3 GiB estimated, 5.4 GiB measured; ``update_memory.md``.)"""
+    b = batch.batch_size
+    full = full_footprint(learner, b, slots)
+    scale = max(
+        full / max(step_footprint(learner, batch), 1), b * slots / max(held_footprint(learner, batch), 1)
+    )
+    return max(int(max(peak - before, 0) * scale) - max(now - before, 0), 0)

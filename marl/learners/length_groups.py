@@ -16,10 +16,10 @@ one-batch step runs. Each group shape compiles once, like the time buckets.
 
 With ``learner.update_rows: R`` (Q-learner; PPO/PG with one minibatch per epoch) no graph takes more than
 ``R`` episodes: the batch, or each length group, runs in row parts of at most ``R`` episodes, and all parts'
-gradients are summed in the same way (gradient accumulation; exact up to float rounding). The step's memory
-then grows with ``R`` instead of the batch, which lets a large map (bane_vs_bane: 24 agents, 201 slots,
-batch 128) train on a machine where the one-graph update would not fit (the trainer's memory check names an
-``R`` that fits).
+gradients are summed in the same way (gradient accumulation; exact up to float rounding). The graphs'
+memory then grows with ``R`` instead of the batch (the parts' inputs, each over its own slots, are held
+through the update), which lets a large map (bane_vs_bane: 24 agents, 201 slots, batch 128) train on a
+machine where the one-graph update would not fit (the trainer's memory check names an ``R`` that fits).
 """
 
 from __future__ import annotations
@@ -119,13 +119,11 @@ def length_group_graphs(lc, loss_fn, params: list, optimizer, splittable: bool, 
     return grouped_graphs(loss_fn, params, optimizer, float(lc.grad_norm_clip), lc.use_jit)
 
 
-def group_tensors(
-    host: list[np.ndarray], rows: np.ndarray | slice, t: int, n_slot_arrays: int
-) -> list[ms.Tensor]:
-    """The episodes ``rows`` of ``host`` over ``t`` slots as tensors: the first ``n_slot_arrays`` cover every
-    slot, the rest the ``t - 1`` transitions; float64 arrays become float32 (contiguous float32 arrays of
-    all rows and slots are shared, not copied)."""
-    cut = [x[rows, : t if i < n_slot_arrays else t - 1] for i, x in enumerate(host)]
+def group_tensors(host: list[np.ndarray], rows: np.ndarray | slice, t: int) -> list[ms.Tensor]:
+    """The episodes ``rows`` of the per-transition arrays ``host`` over the ``t - 1`` transitions of ``t``
+    slots as tensors; float64 arrays become float32 (contiguous float32 arrays of all rows and transitions
+    are shared, not copied)."""
+    cut = [x[rows, : t - 1] for x in host]
     return [
         Tensor.from_numpy(np.ascontiguousarray(x, np.float32 if x.dtype == np.float64 else None)) for x in cut
     ]
@@ -166,14 +164,23 @@ class GroupSplit:
         rows = self.cfg.learner.update_rows if self._groups else 0  # not used by chunks or minibatches
         return (min(rows, batch_size) if rows > 0 else batch_size) * slots
 
-    def step_footprint(self, batch) -> int:  # noqa: ANN001
-        """Episodes x slots of the largest graph an update on ``batch`` runs (for the trainer's memory
-        check, :func:`~marl.learners.base.step_footprint`)."""
+    def _part_footprints(self, batch) -> list[int]:  # noqa: ANN001
+        """Episodes x slots of each graph an update on ``batch`` runs (one: the whole batch)."""
         groups = self._groups and self._group_split(batch["filled"])
         lengths_B = batch.episode_lengths() + 1
         if not groups:
-            return len(lengths_B) * int(lengths_B.max())
-        return max(len(rows) * int(lengths_B[rows].max()) for rows, _ in groups)
+            return [len(lengths_B) * int(lengths_B.max())]
+        return [len(rows) * int(lengths_B[rows].max()) for rows, _ in groups]
+
+    def step_footprint(self, batch) -> int:  # noqa: ANN001
+        """Episodes x slots of the largest graph an update on ``batch`` runs (for the trainer's memory
+        check, :func:`~marl.learners.base.step_footprint`)."""
+        return max(self._part_footprints(batch))
+
+    def held_footprint(self, batch) -> int:  # noqa: ANN001
+        """Episodes x slots of every part's inputs, all built before the first part runs
+        (:func:`~marl.learners.base.held_footprint`)."""
+        return sum(self._part_footprints(batch))
 
 
 class LengthGroups(GroupSplit):

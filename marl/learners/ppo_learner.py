@@ -9,7 +9,8 @@ Gymnasium adapter) ``local`` is plain PPO. Actors share parameters across agents
 ``mlp``); unavailable actions are masked out of the logits; continuous actions use a Gaussian head.
 
 A ``train`` call gets ``learner.batch_size`` fresh episodes collected with exactly the current weights:
-1. one jitted evaluation gives the old log-probs and values (no stored behaviour statistics needed);
+1. a jitted evaluation (one per part of a split update) gives the old log-probs and values (no stored
+   behaviour statistics needed);
 2. NumPy computes GAE on de-normalised values, updates the running return statistics and normalises
    the value targets and the advantages;
 3. ``ppo_epochs`` passes over ``num_minibatches`` random minibatches of whole episodes, each one jitted
@@ -54,6 +55,7 @@ from marl.utils.ms import (
     save_training_state,
 )
 
+ALL = slice(None)
 SLOT_KEYS = ("actor_in", "critic_in", "avail")  # arrays over all T slots (the rest cover T - 1 transitions)
 STAT_NAMES = ("loss", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac", "grad_norm")
 CRITICS = ("central", "local")
@@ -177,7 +179,12 @@ class PPOLearner(GroupSplit):
     # ---------------------------------------------------------------------------------------- data
     def _arrays(self, batch: EpisodeBatch) -> dict[str, np.ndarray]:
         """The NumPy inputs of both graphs (actor/critic inputs, masks, actions) from a padded batch."""
-        info, a = self.info, self.cfg.agent
+        self._check_batch(batch)
+        inputs = dict(zip((*SLOT_KEYS, "actions"), self._inputs(batch), strict=True))
+        return inputs | self._transitions(batch)
+
+    def _check_batch(self, batch: EpisodeBatch) -> None:
+        """A batch of ``learner.batch_size`` episodes padded to ``episode_limit + 1`` slots, else an error."""
         b, t = batch["filled"].shape[:2]
         if t != self.t_slots:
             raise ValueError(
@@ -186,30 +193,40 @@ class PPOLearner(GroupSplit):
             )
         if b != self.cfg.learner.batch_size:
             raise ValueError(f"batch holds {b} episodes; learner.batch_size is {self.cfg.learner.batch_size}")
-        obs = np.asarray(batch["obs"], np.float32)
-        last = batch["actions_onehot"] if self.discrete else batch["actions"]
+
+    def _inputs(
+        self, batch: EpisodeBatch, rows: np.ndarray | slice = ALL, slots: int = 0
+    ) -> list[np.ndarray]:
+        """(actor_in, critic_in, avail over ``slots`` slots, actions over ``slots - 1``) of the episodes
+        ``rows`` (0 slots: all of them). Built for those rows and slots only: the central critic's input
+        repeats the state for every agent, the largest array of an update (bane_vs_bane: 2.3 GiB a batch)."""
+        info, a = self.info, self.cfg.agent
+        t = slots or self.t_slots
+        obs = np.asarray(batch["obs"][rows, :t], np.float32)
+        b = len(obs)
+        last = (batch["actions_onehot"] if self.discrete else batch["actions"])[rows, :t]
         actor_in = build_agent_inputs(obs, last, a.obs_last_action, a.obs_agent_id)
         if self.cfg.learner.critic == "central":
             n = info.n_agents
-            parts = [
-                np.broadcast_to(
-                    np.asarray(batch["state"], np.float32)[:, :, None], (b, t, n, info.state_shape)
-                )
-            ]
+            state = np.asarray(batch["state"][rows, :t], np.float32)
+            parts = [np.broadcast_to(state[:, :, None], (b, t, n, info.state_shape))]
             if a.obs_agent_id:
                 parts.append(np.broadcast_to(np.eye(n, dtype=np.float32), (b, t, n, n)))
             critic_in = np.concatenate(parts, axis=3)
         else:
             critic_in = build_agent_inputs(obs, None, False, a.obs_agent_id)
-        actions = batch["actions"][:, :-1]
+        avail = np.ascontiguousarray(batch["avail_actions"][rows, :t], np.int32)
+        actions = np.ascontiguousarray(
+            batch["actions"][rows, : t - 1], np.int64 if self.discrete else np.float32
+        )
+        return [np.ascontiguousarray(actor_in), np.ascontiguousarray(critic_in), avail, actions]
+
+    def _transitions(self, batch: EpisodeBatch) -> dict[str, np.ndarray]:
+        """Reward, terminated and transition mask ``(B, T - 1, 1)`` of the whole batch (small arrays)."""
         mask = transition_mask(batch["filled"], batch["terminated"])
         if mask.sum() <= 0:
             raise ValueError("batch holds no transitions (filled mask is empty)")
         return {
-            "actor_in": actor_in,
-            "critic_in": critic_in,
-            "avail": np.asarray(batch["avail_actions"], np.int32),
-            "actions": np.asarray(actions, np.int64 if self.discrete else np.float32),
             "reward": np.asarray(batch["reward"][:, :-1], np.float32),
             "terminated": np.asarray(batch["terminated"][:, :-1], np.float32),
             "mask": mask,
@@ -220,24 +237,38 @@ class PPOLearner(GroupSplit):
         lc = self.cfg.learner
         return gae(arr["reward"], arr["terminated"], arr["mask"], values_BTN, lc.gamma, lc.gae_lambda)
 
+    def _evaluate(
+        self, batch: EpisodeBatch, parts: list, cut: int
+    ) -> tuple[list[list[ms.Tensor]], np.ndarray, np.ndarray, np.ndarray]:
+        """Each part's ``(rows, slots)`` input tensors, and the old log-probs, entropies ``(B, cut - 1, N)``
+        and values ``(B, cut, N)`` of the whole batch from one no-grad evaluation per part (zero beyond a
+        part's slots, which no loss reads). The evaluation's memory follows the part size; every part's
+        inputs (the whole batch, each part over its own slots) are kept for the epochs."""
+        n, inputs = self.info.n_agents, []
+        logp, entropy = np.zeros((2, len(batch["filled"]), cut - 1, n), np.float32)
+        values = np.zeros((len(batch["filled"]), cut, n), np.float32)
+        for rows, t in parts:
+            x = [Tensor.from_numpy(a) for a in self._inputs(batch, rows, t)]
+            lp, en, v = (y.asnumpy() for y in self._eval(*x))
+            logp[rows, : t - 1], entropy[rows, : t - 1], values[rows, :t] = lp, en, v
+            inputs.append(x)
+        return inputs, logp, entropy, values
+
     def train(self, batch: EpisodeBatch, t_env: int, episode: int) -> dict[str, float]:
         """Several epochs of minibatch updates on a batch of fresh on-policy episodes; returns mean stats."""
         lc, plan, start = self.cfg.learner, self.length_plan, time.perf_counter()
-        arr = self._arrays(batch)
+        self._check_batch(batch)
         # only the slots up to the longest episode (bucketed): exact, and far fewer unrolled steps; a
         # longer length already compiled where the planner says so (compiled_lengths.py)
         b, epochs = lc.batch_size, lc.ppo_epochs
         groups = self._groups and self._group_split(batch["filled"])
-        if groups:  # the evaluation runs over the whole batch once, each group's step once an epoch
+        if groups:  # each group's (row part's) inputs built and evaluated apart, then stepped every epoch
             groups = plan.groups(groups, repeats=epochs)
         need = bucketed_slots(batch["filled"], self.t_slots, lc.time_bucket)
         need = max([need, *(t for _, t in groups or [])])  # a group may run longer than the batch needs
         cut = plan.slots(("batch", b), b if groups else b * (1 + epochs), need)
-        arr = {k: np.ascontiguousarray(v[:, : cut if k in SLOT_KEYS else cut - 1]) for k, v in arr.items()}
-        t = {k: Tensor.from_numpy(arr[k]) for k in (*SLOT_KEYS, "actions")}
-        old_logp, entropy, v_raw = (
-            x.asnumpy() for x in self._eval(t["actor_in"], t["critic_in"], t["avail"], t["actions"])
-        )
+        arr = {k: v[:, : cut - 1] for k, v in self._transitions(batch).items()}
+        inputs, old_logp, entropy, v_raw = self._evaluate(batch, groups or [(ALL, cut)], cut)
         use_norm = lc.value_norm
         values = self.value_norm.denormalize(v_raw) if use_norm else v_raw
         adv, ret = self._targets(arr, values)
@@ -251,20 +282,20 @@ class PPOLearner(GroupSplit):
             sel = adv[mask]
             adv = (adv - sel.mean()) / (sel.std() + 1e-8)
         adv = np.where(mask, adv, 0.0).astype(np.float32)
-        host = [*(arr[k] for k in (*SLOT_KEYS, "actions")), old_logp, adv, ret, old_v, arr["mask"]]
+        host = [old_logp, adv, ret, old_v, arr["mask"]]
         if groups:  # one minibatch per epoch: the batch in parts (length groups, update_rows)
-            parts = [group_tensors(host, rows, slots, len(SLOT_KEYS)) for rows, slots in groups]
+            parts = [[*x, *group_tensors(host, rows, t)] for x, (rows, t) in zip(inputs, groups, strict=True)]
             n_valid = Tensor(np.float32(mask.sum()))
             outs = [grouped_update(self._groups, parts, n_valid) for _ in range(epochs)]
         else:
-            inputs = group_tensors(host, slice(None), cut, len(SLOT_KEYS))
+            whole = [*inputs[0], *group_tensors(host, ALL, cut)]
             n_mb = lc.num_minibatches
             rng = np.random.default_rng([self.cfg.seed, self.train_steps])  # reproducible across resumes
             outs = []
             for _ in range(epochs):
                 perm = rng.permutation(b).astype(np.int32)
                 for chunk in perm.reshape(n_mb, b // n_mb):
-                    outs.append(self._step(Tensor.from_numpy(np.ascontiguousarray(chunk)), *inputs).asnumpy())
+                    outs.append(self._step(Tensor.from_numpy(np.ascontiguousarray(chunk)), *whole).asnumpy())
         plan.record(time.perf_counter() - start)
         self.train_steps += 1
         stats = {k: float(v) for k, v in zip(STAT_NAMES, np.mean(outs, axis=0), strict=True)}
