@@ -91,7 +91,7 @@ def main() -> None:
     from marl.provenance import code_version, cpu_model
 
     print(f"- code: {code_version()}; mindspore {mindspore.__version__}")
-    print(f"- machine: {cpu_model()}; nproc {os.cpu_count()}; nothing else running")
+    print(f"- machine: {cpu_model()}; nproc {os.cpu_count()}")
     print(f"- load average before: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
     print(
         "| alg | map | update_rows | agents x batch x slots | first update: max len, peak, kept GiB | "

@@ -104,3 +104,29 @@ def test_registry_builds_modules() -> None:
     assert isinstance(build("mixer", "vdn", n_agents=2, state_dim=3), VDNMixer)
     with pytest.raises(ValueError, match="hidden_dim"):
         RNNAgent(3, 0, 2)
+
+
+@pytest.mark.parametrize("agent_id", [True, False])
+def test_central_value_net_is_the_value_net_on_state_and_id_rows(agent_id: bool) -> None:
+    """MAPPO's critic from the state alone gives ValueNet's values on the rows [state; one-hot id] that it
+    no longer builds, with the same parameters, and the same gradients."""
+    from marl.modules.policies import CentralValueNet, ValueNet
+
+    b, t, n, s, h = 3, 4, 5, 7, 16
+    central = CentralValueNet(s, n, agent_id, h)
+    plain = ValueNet(s + (n if agent_id else 0), h)
+    for p, q in zip(plain.trainable_params(), central.trainable_params(), strict=True):
+        assert p.shape == q.shape and p.name == q.name  # checkpoints load either way
+        p.set_data(q.data.copy())
+    state = np.random.default_rng(2).normal(size=(b, t, s)).astype(np.float32)
+    rows = [np.broadcast_to(state[:, :, None], (b, t, n, s))]
+    if agent_id:
+        rows.append(np.broadcast_to(np.eye(n, dtype=np.float32), (b, t, n, n)))
+    rows_BTNC = np.ascontiguousarray(np.concatenate(rows, axis=3))
+    np.testing.assert_allclose(
+        central(_t(state)).asnumpy(), plain(_t(rows_BTNC)).asnumpy(), rtol=1e-5, atol=1e-6
+    )
+    grad_c = ms.grad(lambda x: central(x).sum(), None, central.trainable_params())(_t(state))
+    grad_p = ms.grad(lambda x: plain(x).sum(), None, plain.trainable_params())(_t(rows_BTNC))
+    for gc, gp in zip(grad_c, grad_p, strict=True):
+        np.testing.assert_allclose(gc.asnumpy(), gp.asnumpy(), rtol=1e-4, atol=1e-5)

@@ -38,6 +38,7 @@ from marl.learners.returns import RunningMeanStd, gae
 from marl.learners.targets import bucketed_slots, check_time_bucket, transition_mask
 from marl.modules.policies import (
     ActorCritic,
+    CentralValueNet,
     PolicyNet,
     ValueNet,
     categorical_logp_entropy,
@@ -113,13 +114,14 @@ class PPOLearner(GroupSplit):
     def _make_nets(self, info: EnvInfo, cfg: Config) -> nn.Cell:
         """The actor and critic (``nets.actor`` is the policy; a subclass may bring another critic)."""
         lc, a = cfg.learner, cfg.agent
-        critic_in = (info.state_shape if lc.critic == "central" else info.obs_shape) + (
-            info.n_agents if a.obs_agent_id else 0
-        )
         actor = PolicyNet(
             a.name, input_dim(info, a), a.hidden_dim, info.n_actions, self.discrete, lc.init_log_std
         )
-        return ActorCritic(actor, ValueNet(critic_in, lc.critic_hidden_dim))
+        if lc.critic == "central":
+            critic = CentralValueNet(info.state_shape, info.n_agents, a.obs_agent_id, lc.critic_hidden_dim)
+        else:
+            critic = ValueNet(info.obs_shape + (info.n_agents if a.obs_agent_id else 0), lc.critic_hidden_dim)
+        return ActorCritic(actor, critic)
 
     # -------------------------------------------------------------------------------------- graphs
     def _dist(self, out_BTNA: ms.Tensor, avail_BTNA: ms.Tensor, actions: ms.Tensor):  # noqa: ANN202
@@ -198,21 +200,16 @@ class PPOLearner(GroupSplit):
         self, batch: EpisodeBatch, rows: np.ndarray | slice = ALL, slots: int = 0
     ) -> list[np.ndarray]:
         """(actor_in, critic_in, avail over ``slots`` slots, actions over ``slots - 1``) of the episodes
-        ``rows`` (0 slots: all of them). Built for those rows and slots only: the central critic's input
-        repeats the state for every agent, the largest array of an update (bane_vs_bane: 2.3 GiB a batch)."""
-        info, a = self.info, self.cfg.agent
+        ``rows`` (0 slots: all of them), built for those rows and slots only. The central critic's input is
+        the state: :class:`CentralValueNet` adds the agent ids in the graph (repeating the state for every
+        agent took 2.3 GiB a batch on bane_vs_bane)."""
+        a = self.cfg.agent
         t = slots or self.t_slots
         obs = np.asarray(batch["obs"][rows, :t], np.float32)
-        b = len(obs)
         last = (batch["actions_onehot"] if self.discrete else batch["actions"])[rows, :t]
         actor_in = build_agent_inputs(obs, last, a.obs_last_action, a.obs_agent_id)
-        if self.cfg.learner.critic == "central":
-            n = info.n_agents
-            state = np.asarray(batch["state"][rows, :t], np.float32)
-            parts = [np.broadcast_to(state[:, :, None], (b, t, n, info.state_shape))]
-            if a.obs_agent_id:
-                parts.append(np.broadcast_to(np.eye(n, dtype=np.float32), (b, t, n, n)))
-            critic_in = np.concatenate(parts, axis=3)
+        if self.cfg.learner.critic == "central":  # the state (B, T, S): CentralValueNet adds the agent ids
+            critic_in = np.asarray(batch["state"][rows, :t], np.float32)
         else:
             critic_in = build_agent_inputs(obs, None, False, a.obs_agent_id)
         avail = np.ascontiguousarray(batch["avail_actions"][rows, :t], np.int32)

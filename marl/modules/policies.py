@@ -4,8 +4,8 @@
   :mod:`marl.modules.agents`, so the NumPy actors of :mod:`marl.controllers.numpy_actor` act with the same
   weights) whose outputs are categorical logits, or the Gaussian mean with a state-independent learned
   ``log_std`` for continuous actions.
-* :class:`ValueNet`: an MLP value head ``V``; its input decides the variant: the global state (+ agent id)
-  for MAPPO's centralised ``V(s)``, the agent's own input for IPPO / single-agent PPO.
+* :class:`ValueNet`: an MLP value head ``V`` on the agent's own input (IPPO / single-agent PPO);
+  :class:`CentralValueNet` the same head on the global state (+ agent id), MAPPO's centralised ``V(s)``.
 * :func:`categorical_logp_entropy`, :func:`gaussian_logp_entropy`: masked log-probabilities and entropies.
 """
 
@@ -63,6 +63,28 @@ class ValueNet(nn.Cell):
         b, t, n, c = x_BTNC.shape
         h = self.relu(self.fc2(self.relu(self.fc1(x_BTNC.reshape(b * t * n, c)))))
         return self.fc3(h).reshape(b, t, n)
+
+
+class CentralValueNet(ValueNet):
+    """MAPPO's centralised ``V(s, agent id)`` from the state ``(B, T, S)``: :class:`ValueNet` (the same
+    parameters) on each agent's row ``[state; one-hot id]``, without building the rows. The first layer's
+    state part runs once per slot and its id part is a per-agent bias, so neither the ``N`` copies of the
+    state nor ``N`` times the first layer's work are needed (the same sums up to float rounding). Without
+    ids, ``V(s)`` is the same for every agent."""
+
+    def __init__(self, state_dim: int, n_agents: int, agent_id: bool, hidden_dim: int) -> None:
+        super().__init__(state_dim + (n_agents if agent_id else 0), hidden_dim)
+        self.state_dim, self.n_agents, self.agent_id = state_dim, n_agents, bool(agent_id)
+
+    def construct(self, state_BTS: ms.Tensor) -> ms.Tensor:
+        b, t, s = state_BTS.shape
+        n, w = self.n_agents, self.fc1.weight  # (hidden, state_dim [+ n_agents])
+        h_KH = ops.matmul(state_BTS.reshape(b * t, s), w[:, :s].T) + self.fc1.bias
+        k = n if self.agent_id else 1
+        h_KNH = h_KH[:, None, :] + w[:, s:].T[None] if self.agent_id else h_KH[:, None, :]
+        h = self.relu(self.fc2(self.relu(h_KNH.reshape(b * t * k, -1))))
+        v_BTK = self.fc3(h).reshape(b, t, k)
+        return v_BTK if self.agent_id else ops.broadcast_to(v_BTK, (b, t, n))
 
 
 class ActorCritic(nn.Cell):
