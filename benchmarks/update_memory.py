@@ -86,11 +86,11 @@ def main() -> None:
     cmd = " ".join(["python", "benchmarks/update_memory.py", *sys.argv[1:]])
     print(f"- command: `{cmd}`")
     print(f"- date: {datetime.now(timezone.utc).isoformat(timespec='seconds')}")
-    import mindspore
+    from importlib.metadata import version
 
     from marl.provenance import code_version, cpu_model
 
-    print(f"- code: {code_version()}; mindspore {mindspore.__version__}")
+    print(f"- code: {code_version()}; mindspore {version('mindspore')}")
     print(f"- machine: {cpu_model()}; nproc {os.cpu_count()}")
     print(f"- load average before: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
     print(

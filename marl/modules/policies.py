@@ -78,13 +78,13 @@ class CentralValueNet(ValueNet):
 
     def construct(self, state_BTS: ms.Tensor) -> ms.Tensor:
         b, t, s = state_BTS.shape
-        n, w = self.n_agents, self.fc1.weight  # (hidden, state_dim [+ n_agents])
-        h_KH = ops.matmul(state_BTS.reshape(b * t, s), w[:, :s].T) + self.fc1.bias
-        k = n if self.agent_id else 1
-        h_KNH = h_KH[:, None, :] + w[:, s:].T[None] if self.agent_id else h_KH[:, None, :]
-        h = self.relu(self.fc2(self.relu(h_KNH.reshape(b * t * k, -1))))
-        v_BTK = self.fc3(h).reshape(b, t, k)
-        return v_BTK if self.agent_id else ops.broadcast_to(v_BTK, (b, t, n))
+        w = self.fc1.weight  # (hidden, state_dim [+ n_agents])
+        h_RH = ops.matmul(state_BTS.reshape(b * t, s), w[:, :s].T) + self.fc1.bias  # R = B * T rows
+        h_RMH = h_RH[:, None, :] + w[:, s:].T[None] if self.agent_id else h_RH[:, None, :]  # M: n or 1
+        m = h_RMH.shape[1]
+        h = self.relu(self.fc2(self.relu(h_RMH.reshape(b * t * m, -1))))
+        v_BTM = self.fc3(h).reshape(b, t, m)
+        return v_BTM if self.agent_id else ops.broadcast_to(v_BTM, (b, t, self.n_agents))
 
 
 class ActorCritic(nn.Cell):
