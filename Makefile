@@ -6,6 +6,9 @@ BOARD_VENV ?= .venv-board
 MAP ?= 3m
 RESULTS ?= results
 PORT ?= 8080
+# test processes for `make test` / `make test-fast` (pytest-xdist; 1 runs the suite in this process alone)
+TEST_WORKERS ?= 2
+XDIST := $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
 .PHONY: venv kernels train test test-fast lint tables bench bench-env bench-step torchrl-env board board-env board-stop clean
 
@@ -30,10 +33,10 @@ train: kernels
 test: kernels
 	$(PY) -m ruff check marl scripts tests benchmarks
 	$(PY) -m ruff format --check marl scripts tests benchmarks
-	$(PY) -m pytest -q --durations=15
+	$(PY) -m pytest -q $(XDIST) --durations=15
 
 test-fast: kernels
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q $(XDIST) -m "not slow"
 
 lint: venv
 	$(PY) -m ruff check marl scripts tests benchmarks

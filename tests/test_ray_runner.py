@@ -10,6 +10,9 @@ import pytest
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 ray = pytest.importorskip("ray")
 
+# one local Ray cluster at a time: under `pytest -n` these tests share one worker with test_sweep's
+pytestmark = pytest.mark.xdist_group("ray")
+
 from marl import registry  # noqa: E402
 from marl.buffers import ReplayBuffer, Scheme  # noqa: E402
 from marl.config import load_config  # noqa: E402

@@ -17,6 +17,9 @@ import pytest
 from marl.report.records import read_record, record_from_run_dir
 from marl.sweep import plot_sweep, summarize_run, summary_markdown, sweep_main
 
+# one local Ray cluster at a time: under `pytest -n` these tests share one worker with test_ray_runner's
+pytestmark = pytest.mark.xdist_group("ray")
+
 # tiny QMIX runs on the fake env (seconds each)
 TINY = [
     "t_max=120",
