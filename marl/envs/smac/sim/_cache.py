@@ -34,6 +34,9 @@ def refresh_numba_cache(root: Path | None = None) -> None:
             for f in root.rglob(f"__pycache__/{pattern}"):
                 f.unlink(missing_ok=True)
         cache_dir.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(digest.hexdigest())
+        # written whole or not at all: another process (a second test worker) may read it at this moment
+        part = stamp.with_name(f"{stamp.name}.{os.getpid()}")
+        part.write_text(digest.hexdigest())
+        os.replace(part, stamp)
     except OSError:  # read-only install: Numba then compiles in memory, which is still correct
         pass
