@@ -104,3 +104,22 @@ def test_fused_step_refuses_what_the_reference_refuses() -> None:
     fresh = BatchedStarCraft2Env("3m", 2, seed=0)
     with pytest.raises(RuntimeError, match="not running"):
         fresh.step(np.ones((2, 3), dtype=np.int64))
+
+
+def test_fused_step_follows_a_limit_set_mid_episode() -> None:
+    """The fused calls keep their arguments between steps (``FusedPlan``); an episode limit set after some
+    steps still ends the episodes where the reference ends them."""
+    fast, ref = _pair("3m", 2, continuing_episode=True)
+    for env in (fast, ref):
+        env.reset()
+    stop = np.ones((2, 3), dtype=np.int64)  # the armies have not met after 3 steps
+    for _ in range(3):
+        fast.step(stop), ref.step(stop)
+    plan = fast._plan()
+    for env in (fast, ref):
+        env.episode_limit = 4
+    assert fast._plan() is not plan  # the plan was rebuilt with the new limit
+    got, want = fast.step(stop), ref.step(stop)
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[1].all() and got[2]["episode_limit"].all()
+    _assert_same_env(fast, ref)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from marl.envs.smac.features import N_ACTIONS_NO_ATTACK, RUNNING, SmacFeatures, SmacOptions, max_reward
-from marl.envs.smac.fused import fused_reset, fused_step
+from marl.envs.smac.fused import FusedPlan, fused_plan, fused_reset, fused_step
 from marl.envs.smac.maps import load_map
 from marl.envs.smac.sim.engine import BatchedSimEngine
 from marl.envs.smac.sim.variants import parse_rules
@@ -38,6 +38,9 @@ class BatchedStarCraft2Env:
     fused = False  # subclasses that do not call this __init__ (SMACv2) step stage by stage
     _units_value: Any = None
     _units_stale = False  # the engine moved on since _units_value was taken (a fused step)
+    _plan_value: FusedPlan | None = None  # the fused calls' unchanging arguments, built when first needed
+    _episode_limit: int = 0
+    _max_reward: Any = 0.0
 
     def __init__(
         self,
@@ -86,6 +89,31 @@ class BatchedStarCraft2Env:
         self._avail = np.zeros((E, n, A), dtype=np.int64)
         self._obs = np.zeros((E, n, obs_size), dtype=np.float32)
         self._state = np.zeros((E, state_size), dtype=np.float32)
+
+    @property
+    def episode_limit(self) -> int:
+        """Steps after which an episode ends in a timeout (a caller may shorten it after construction)."""
+        return self._episode_limit
+
+    @episode_limit.setter
+    def episode_limit(self, value: int) -> None:
+        self._episode_limit, self._plan_value = value, None
+
+    @property
+    def max_reward(self) -> Any:
+        """SMAC's reward scale numerator (from the engine's maxima after the first reset)."""
+        return self._max_reward
+
+    @max_reward.setter
+    def max_reward(self, value: Any) -> None:
+        self._max_reward, self._plan_value = value, None
+
+    def _plan(self) -> FusedPlan:
+        """The arguments that every fused call passes unchanged (``fused.py``), kept until the episode limit
+        or the reward scale is set again."""
+        if self._plan_value is None:
+            self._plan_value = fused_plan(self)
+        return self._plan_value
 
     # ------------------------------------------------------------------ episode control
     def reset(self) -> tuple[np.ndarray, np.ndarray]:
@@ -159,22 +187,13 @@ class BatchedStarCraft2Env:
             info = {k: np.zeros(E, dtype=bool) for k in ("battle_won", "episode_limit")}
             info.update({k: np.zeros(E, dtype=np.int64) for k in ("dead_allies", "dead_enemies")})
             return np.zeros(E), np.zeros(E, dtype=bool), info
-        if not (self._running.all() if idx is None else self._running[idx].all()):
-            rows = np.arange(E) if idx is None else idx
-            bad = rows[~self._running[rows]].tolist()
-            raise RuntimeError(
-                f"env(s) {bad} are not running (never reset, or the episode ended); "
-                "call reset() or reset_envs() first"
-            )
         o = self.opts
-        if self.fused and not o.heuristic_ai:
+        if self.fused and not o.heuristic_ai:  # checks that the stepped envs run in the compiled call
             return fused_step(self, a, None if idx is None else mask)
         rows = np.arange(E) if idx is None else idx
+        self._require_running(rows)
         sub = self._check_actions(a if idx is None else a[idx], rows)
-        if idx is None:
-            self._last_action = self._eye[sub]
-        else:
-            self._last_action[idx] = self._eye[sub]
+        self._last_action[rows] = self._eye[sub]  # in place: the fused calls hold this array
         if o.heuristic_ai:
             f = self.features
             u = self._units if idx is None else self._units.take(idx)
@@ -231,6 +250,15 @@ class BatchedStarCraft2Env:
             info[k] = np.zeros(E, dtype=v.dtype)
             info[k][idx] = v
         return out_r, out_t, info
+
+    def _require_running(self, rows: np.ndarray) -> None:
+        """Raise if an env of ``rows`` is not running (never reset, or its episode ended)."""
+        if not self._running[rows].all():
+            bad = rows[~self._running[rows]].tolist()
+            raise RuntimeError(
+                f"env(s) {bad} are not running (never reset, or the episode ended); "
+                "call reset() or reset_envs() first"
+            )
 
     def _mask(self, mask: Any) -> np.ndarray:
         mask = np.asarray(mask)

@@ -46,7 +46,8 @@ class FusedSingle:
         """(reward, terminated, SMAC's info, timed out) of one joint action (integer array, one per agent);
         an unavailable or out-of-range action raises ``ValueError`` before anything changes."""
         env = self.env
-        env.episode_limit = episode_limit  # a caller may shorten the episodes after construction
+        if env.episode_limit != episode_limit:  # a caller may shorten the episodes after construction
+            env.episode_limit = episode_limit
         timeouts = int(env.timeouts[0])
         reward, term, info = env.step(acts_N.reshape(1, -1))
         out: dict[str, Any] = {

@@ -4,18 +4,18 @@
 8 game loops, compute SMAC's reward and end of episode, update the step count and the battle counters, and
 recompute available actions, observations and state. Its readable reference is the same method with
 ``fused=False``: one Python call per stage (engine, ``SmacFeatures.reward_and_end``, ``observe``) and the
-bookkeeping in NumPy. This module runs every stage of one env in one compiled function, :func:`step_env`,
-with no Python between stages and envs: at one env the stage-by-stage step spent several times the
-engine's own time in Python calls and small arrays (3m: about 160 µs a step against the engine's 24 µs).
+bookkeeping in NumPy. This module runs every stage of one env in one compiled function
+(:func:`marl.envs.smac.fused_kernels.step_env`), with no Python between stages and envs: at one env the
+stage-by-stage step spent several times the engine's own time in Python calls and small arrays (3m: about
+160 µs a step against the engine's 24 µs).
 ``tests/test_smac_fused.py`` holds the two paths equal, bit for bit (every output, the engine state and
 every counter, with masks, Medivacs, sparse rewards, timeouts and threads).
 
-The compiled pieces are the env's own: the engine step and respawn (:mod:`marl.envs.smac.sim.stepper`) and
-the feature kernels (:mod:`marl.envs.smac.fast_features`). :mod:`marl.envs.smac.rollout` loops
-:func:`step_env` for many random steps.
+The compiled functions are in :mod:`marl.envs.smac.fused_kernels`; this module holds what a call passes and
+the Python around it. :mod:`marl.envs.smac.rollout` loops the same per-env step for many random steps.
 
-Argument groups (tuples of the env's own arrays, built per call by :func:`fused_args`, :func:`view_args`,
-:func:`spawn_args` and :func:`step_outputs`):
+Argument groups (tuples of the env's own arrays; those that stay the same from call to call are built once
+per env, :func:`fused_plan`, and the fresh outputs per call, :func:`step_outputs` and :meth:`FusedPlan.view`):
 
 - ``eng`` = (n_agents, props, utype, grid, nav, enemy order kind): the engine's map arrays;
 - ``ep`` = (steps, last_action, dead, running, battles_won, battles_game, timeouts): per-env episode state;
@@ -25,183 +25,114 @@ Argument groups (tuples of the env's own arrays, built per call by :func:`fused_
 - ``out`` = (reward, terminated, won, dead counts (E, 2), episode_limit flag): the step's outputs.
 
 The groups are flat tuples: Numba's parallel loops do not take tuples nested in tuples.
+
+At one env most of a step's time is the Python around the compiled call, not the call itself (3m: about 5 µs
+in the compiled loop of :mod:`marl.envs.smac.rollout` against 22 µs through ``env.step`` before the plan
+was kept). Hence the per-env :class:`FusedPlan` (no group rebuilt per call), the running check inside the
+compiled call (``fused_kernels.first_bad``), and nothing but the checks, the fresh arrays and the call in
+:func:`fused_step`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, types
+from numba.experimental import structref
 
-from marl.envs.smac.fast_features import observe_kernel, reward_end_kernel
-from marl.envs.smac.features import RUNNING
+from marl.envs.smac.fused_kernels import reset_envs, scratch, step_envs, step_envs_parallel
 from marl.envs.smac.sim.engine import SPAWN_NOISE
-from marl.envs.smac.sim.stepper import _first_loop, _reset_env, _step_env
-from marl.envs.smac.sim.units import PROPS, S_CD, S_EN, S_HP, S_SH, S_X, S_Y
+from marl.envs.smac.sim.units import PROPS
 from marl.envs.smac.threads import with_threads
 from marl.envs.smac.types import MEDIVAC_MAP_TYPES
 
-
-@njit(cache=True)
-def scratch(u):
-    """Per-thread work arrays of :func:`step_env` for ``u`` units: (buf, idx, perm, prev health/shield,
-    end code)."""
-    idx, perm, code = np.empty(u, dtype=np.int64), np.empty(u, dtype=np.int64), np.empty(1, dtype=np.int64)
-    return np.empty((u, 4)), idx, perm, np.empty((2, u)), code
+_INT64 = np.dtype(np.int64)  # the actions' dtype in the compiled step (NumPy's int64 dtype is one object)
 
 
-@njit(cache=True)
-def bad_agent(e, actions, avail):
-    """-1 if every agent of env ``e`` chose an available action, else the first agent that did not."""
-    n_act = avail.shape[2]
-    for i in range(actions.shape[1]):
-        a = actions[e, i]
-        if a < 0 or a >= n_act or avail[e, i, a] == 0:
-            return i
-    return -1
+@structref.register
+class PackedPlanType(types.StructRef):
+    """Numba's type of :class:`PackedPlan` (its fields' types, literals widened)."""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
 
 
-@njit(cache=True)
-def observe_env(e, na, S, view, last_action, steps):
-    """Available actions, observations and state of env ``e`` (``view``'s arrays, row ``e`` rewritten)."""
-    hmax, avail, obs, state = view[0], view[1], view[2], view[3]
-    avail[e] = 0  # the kernel writes only what is visible, available or alive (as into fresh zeros)
-    obs[e] = 0.0
-    state[e] = 0.0
-    r = slice(e, e + 1)
-    observe_kernel(
-        na, S[r, :, S_X : S_Y + 1], S[r, :, S_HP], S[r, :, S_SH], S[r, :, S_CD], S[r, :, S_EN], hmax,
-        last_action[r], steps[r], *view[4:], avail[r], obs[r], state[r],
-    )  # fmt: skip
+class PackedPlan(structref.StructRefProxy):
+    """A :class:`FusedPlan`'s groups as one compiled object: a call unpacks one object, not each of the
+    plan's arrays."""
+
+
+_PACKED_FIELDS = ("eng", "S", "rng", "work", "ep", "rules", "spawn", "hmax", "kernel")
+structref.define_proxy(PackedPlan, PackedPlanType, list(_PACKED_FIELDS))
 
 
 @njit(cache=True)
-def step_env(e, actions, eng, S, rng, work, ep, rules, view, out):
-    """One SMAC step of env ``e`` under ``actions[e]`` (already checked): orders, 8 game loops, reward, end,
-    counters, then the new observations. Returns True when the episode ended."""
-    na = eng[0]
-    steps, last_action, dead, running, battles_won, battles_game, timeouts = ep
-    end_reward, sparse, divisor, episode_limit, continuing = rules[0], rules[1], rules[2], rules[3], rules[4]
-    reward, term, won, n_dead, limit = out
-    buf, idx, perm, prev, code = work
-    n_act = last_action.shape[2]
-    for i in range(na):
-        for a in range(n_act):
-            last_action[e, i, a] = 1.0 if a == actions[e, i] else 0.0
-    prev[0] = S[e, :, S_HP]
-    prev[1] = S[e, :, S_SH]
-    _step_env(e, actions, *eng, S, rng, buf, idx, perm)
-    r = slice(e, e + 1)
-    n_dead[e] = 0
-    reward_end_kernel(
-        na, prev[0:1], prev[1:2], S[r, :, S_HP], S[r, :, S_SH], dead[r], *rules[5:], reward[r], code,
-        n_dead[r],
-    )  # fmt: skip
-    c = code[0]
-    steps[e] += 1
-    # the end bonus by code (+1 win, 0 draw, 2 running, -1 loss = the last entry); sparse: the bonus only
-    value = end_reward[c] if sparse else reward[e] + end_reward[c]
-    reward[e] = value / divisor
-    timed_out = c == RUNNING and steps[e] >= episode_limit
-    ended = c != RUNNING or timed_out
-    term[e] = ended
-    won[e] = c == 1
-    limit[e] = timed_out and continuing
-    battles_game[e] += ended
-    battles_won[e] += c == 1
-    timeouts[e] += timed_out
-    running[e] = not ended
-    observe_env(e, na, S, view, last_action, steps)
-    return ended
+def pack_plan(eng, S, rng, work, ep, rules, spawn, hmax, kernel):
+    """The :class:`PackedPlan` of these groups."""
+    return PackedPlan(eng, S, rng, work, ep, rules, spawn, hmax, kernel)
 
 
 @njit(cache=True)
-def first_bad(mask, actions, avail_now):
-    """-1, or ``e * n_agents + i`` for the first action of a masked env that ``avail_now`` (the available
-    actions before the step) does not allow."""
-    na = actions.shape[1]
-    for e in range(mask.shape[0]):
-        if mask[e]:
-            i = bad_agent(e, actions, avail_now)
-            if i >= 0:
-                return e * na + i
-    return -1
+def step_packed(mask, actions, avail_now, p, avail, obs, state, out):
+    """``fused_kernels.step_envs`` with the plan's groups from ``p`` (a :class:`PackedPlan`)."""
+    view = (p.hmax, avail, obs, state) + p.kernel
+    return step_envs(mask, actions, avail_now, p.eng, p.S, p.rng, p.work, p.ep, p.rules, view, out)
 
 
 @njit(cache=True)
-def step_envs(mask, actions, avail_now, eng, S, rng, ep, rules, view, out):
-    """:func:`step_env` for every env with ``mask[e]``, one after another; returns -1, or
-    :func:`first_bad`'s index (then nothing has changed)."""
-    bad = first_bad(mask, actions, avail_now)
-    if bad >= 0:
-        return bad
-    work = scratch(S.shape[1])
-    for e in range(S.shape[0]):
-        if mask[e]:
-            step_env(e, actions, eng, S, rng, work, ep, rules, view, out)
-    return -1
+def reset_packed(mask, p, avail, obs, state):
+    """``fused_kernels.reset_envs`` with the plan's groups from ``p`` (a :class:`PackedPlan`)."""
+    view = (p.hmax, avail, obs, state) + p.kernel
+    reset_envs(mask, p.eng, p.spawn, p.S, p.rng, p.ep, view)
 
 
-@njit(cache=True, parallel=True)
-def step_envs_parallel(chunks, mask, actions, avail_now, eng, S, rng, ep, rules, view, out):
-    """:func:`step_envs` with the envs split into ``chunks`` contiguous chunks on Numba's threads (each env
-    owns its random stream and rows, so the results are those of the serial call)."""
-    bad = first_bad(mask, actions, avail_now)
-    if bad >= 0:
-        return bad
-    E = S.shape[0]
-    for c in prange(chunks):
-        work = scratch(S.shape[1])
-        for e in range(c * E // chunks, (c + 1) * E // chunks):
-            if mask[e]:
-                step_env(e, actions, eng, S, rng, work, ep, rules, view, out)
-    return -1
+class FusedPlan(NamedTuple):
+    """The argument groups of one env's compiled calls that stay the same from call to call: the env's own
+    arrays (written in place by every call) and its options. :func:`fused_plan` builds it; the env keeps it
+    until its episode limit or reward scale is set again (``BatchedStarCraft2Env._plan``)."""
 
+    eng: tuple
+    S: np.ndarray
+    rng: np.ndarray
+    work: tuple  # the serial step's scratch (``fused_kernels.scratch``)
+    ep: tuple
+    rules: tuple
+    spawn: tuple
+    hmax: np.ndarray
+    kernel: tuple  # the feature kernel's options (``SmacFeatures._kernel_args``)
+    no_state: np.ndarray | None  # (E, 0) with ``obs_instead_of_state``: the kernel writes no state columns
+    threads: int  # threads of a step (the engine's, at most one per env)
+    packed: PackedPlan  # the groups above as one compiled object
 
-@njit(cache=True)
-def reset_env(e, eng, spawn, S, rng, ep, view):
-    """A new episode in env ``e``: respawn, step count, last actions and death trackers cleared, observed.
-    ``spawn`` = (base positions, spawn noise, order target, second target, first loop)."""
-    na, props, utype, grid, order = eng[0], eng[1], eng[2], eng[3], eng[5]
-    steps, last_action, dead, running = ep[0], ep[1], ep[2], ep[3]
-    _reset_env(e, na, props, utype, grid, spawn[0], spawn[1], order, spawn[2], spawn[3], S, rng)
-    if spawn[4]:
-        _first_loop(e, na, props, utype, grid, eng[4], S, rng)
-    steps[e] = 0
-    last_action[e] = 0.0
-    dead[e] = False
-    running[e] = True
-    observe_env(e, na, S, view, last_action, steps)
-
-
-@njit(cache=True)
-def reset_envs(mask, eng, spawn, S, rng, ep, view):
-    """:func:`reset_env` for every env with ``mask[e]``."""
-    for e in range(S.shape[0]):
-        if mask[e]:
-            reset_env(e, eng, spawn, S, rng, ep, view)
+    def view(self, avail: np.ndarray, obs: np.ndarray, state: np.ndarray) -> tuple:
+        """``view`` of ``fused_kernels.step_env``, writing into ``avail``, ``obs`` and ``state``."""
+        return (self.hmax, avail, obs, state, *self.kernel)
 
 
 def fused_reset(env: Any, mask: np.ndarray) -> None:
     """``env.reset_envs(mask)`` after the first reset, in one compiled call (fresh observation arrays when
     every env restarts, as the reference path gives; else the restarted rows rewritten)."""
-    eng = env.engine
-    avail, obs, state = _view_arrays(env, fresh=bool(mask.all()))
-    engine, ep, _ = fused_args(env)
-    reset_envs(mask, engine, spawn_args(env), eng.S, eng.rng, ep, view_args(env, avail, obs, state))
-    _adopt(env, avail, obs, state)
+    plan = env._plan()
+    avail, obs, state = view_arrays(env, plan, fresh=bool(mask.all()))
+    reset_packed(mask, plan.packed, avail, obs, state)
+    adopt(env, avail, obs, state)
 
 
-def _view_arrays(env: Any, fresh: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def view_arrays(env: Any, plan: FusedPlan, fresh: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(avail, obs, state) to write: new ones when every env is rewritten (as the reference path gives),
-    else the env's own, whose rewritten rows change."""
+    else the env's own, whose rewritten rows change; with ``obs_instead_of_state`` the plan's empty state
+    (:func:`adopt` copies the observations)."""
+    if plan.no_state is not None:
+        if fresh:
+            return np.empty_like(env._avail), np.empty_like(env._obs), plan.no_state
+        return env._avail, env._obs, plan.no_state
     if fresh:
         return np.empty_like(env._avail), np.empty_like(env._obs), np.empty_like(env._state)
     return env._avail, env._obs, env._state
 
 
-def _adopt(env: Any, avail: np.ndarray, obs: np.ndarray, state: np.ndarray) -> None:
+def adopt(env: Any, avail: np.ndarray, obs: np.ndarray, state: np.ndarray) -> None:
     """Make the written arrays the env's; its units are taken from the engine when next read."""
     env._avail, env._obs = avail, obs
     env._state = obs.reshape(env.n_envs, -1).copy() if env.opts.obs_instead_of_state else state
@@ -211,31 +142,34 @@ def _adopt(env: Any, avail: np.ndarray, obs: np.ndarray, state: np.ndarray) -> N
 def fused_step(
     env: Any, actions_EN: np.ndarray, mask: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """``env.step(actions_EN, mask)`` in one compiled call (the caller has checked shapes, mask and that the
-    stepped envs run). A full step gives fresh observation arrays, as the reference path does; a masked
-    step rewrites the stepped rows of the current ones. An unavailable action raises the reference path's
-    error before anything changes."""
+    """``env.step(actions_EN, mask)`` in one compiled call (the caller has checked the shapes and the mask,
+    and that the mask steps some env). A full step gives fresh observation arrays, as the reference path
+    does; a masked step rewrites the stepped rows of the current ones. A stepped env that is not running,
+    or an unavailable action, raises the reference path's error before anything changes."""
     E = env.n_envs
     a = actions_EN
-    if a.dtype.kind not in "iu":
-        env._check_actions(a, np.arange(E))  # the reference's dtype and range errors
-    a = np.ascontiguousarray(a, dtype=np.int64)
-    avail, obs, state = _view_arrays(env, fresh=mask is None)
+    if a.dtype is not _INT64 or not a.flags.c_contiguous:
+        if a.dtype.kind not in "iu":  # the reference's order: not running, then dtype and range
+            rows = np.arange(E) if mask is None else np.flatnonzero(mask)
+            env._require_running(rows)
+            env._check_actions(a[rows], rows)
+        a = np.ascontiguousarray(a, dtype=np.int64)
+    plan = env._plan()
+    avail, obs, state = view_arrays(env, plan, fresh=mask is None)
     mask = env._all_envs if mask is None else mask
     out = step_outputs(E)
-    eng, ep, rules = fused_args(env)
-    view = view_args(env, avail, obs, state)
-    threads = min(env.engine.threads, E)
-    if threads > 1:
-        args = (threads, mask, a, env._avail, eng, env.engine.S, env.engine.rng, ep, rules, view, out)
-        bad = with_threads(threads, step_envs_parallel, *args)
+    if plan.threads > 1:
+        view = plan.view(avail, obs, state)
+        args = (mask, a, env._avail, plan.eng, plan.S, plan.rng, plan.ep, plan.rules, view, out)
+        bad = with_threads(plan.threads, step_envs_parallel, plan.threads, *args)
     else:
-        bad = step_envs(mask, a, env._avail, eng, env.engine.S, env.engine.rng, ep, rules, view, out)
-    if bad >= 0:
+        bad = step_packed(mask, a, env._avail, plan.packed, avail, obs, state, out)
+    if bad != -1:
         rows = np.flatnonzero(mask)
-        env._check_actions(a[rows], rows)  # raises the reference's message
+        env._require_running(rows)  # raises the reference's message
+        env._check_actions(a[rows], rows)
         raise AssertionError(f"fused step refused action index {bad} that the reference accepts")
-    _adopt(env, avail, obs, state)
+    adopt(env, avail, obs, state)
     reward, term, won, n_dead, limit = out
     info = {"battle_won": won, "dead_allies": n_dead[:, 0], "dead_enemies": n_dead[:, 1]}
     info["episode_limit"] = limit
@@ -243,7 +177,7 @@ def fused_step(
 
 
 def step_outputs(n_envs: int) -> tuple:
-    """``out`` of :func:`step_env` for ``n_envs`` envs, zeroed (what an env not stepped reads)."""
+    """``out`` of ``fused_kernels.step_env`` for ``n_envs`` envs, zeroed (what an env not stepped reads)."""
     E = n_envs
     return (
         np.zeros(E),
@@ -254,8 +188,8 @@ def step_outputs(n_envs: int) -> tuple:
     )
 
 
-def fused_args(env: Any) -> tuple[tuple, tuple, tuple]:
-    """(eng, ep, rules) of a :class:`BatchedStarCraft2Env` (its arrays, shared, not copied)."""
+def fused_plan(env: Any) -> FusedPlan:
+    """The :class:`FusedPlan` of a :class:`BatchedStarCraft2Env` (its arrays, shared, not copied)."""
     f, eng, o = env.features, env.engine, env.opts
     reward_args = (
         f.spec.map_type in MEDIVAC_MAP_TYPES,
@@ -276,7 +210,6 @@ def fused_args(env: Any) -> tuple[tuple, tuple, tuple]:
         bool(o.continuing_episode),
         *reward_args,
     )
-    engine = (eng.n_agents, PROPS, eng.utype, eng.grid, eng.nav, eng._order)
     ep = (
         env._steps,
         env._last_action,
@@ -286,19 +219,18 @@ def fused_args(env: Any) -> tuple[tuple, tuple, tuple]:
         env.battles_game,
         env.timeouts,
     )
-    return engine, ep, rules
-
-
-def spawn_args(env: Any) -> tuple:
-    """``spawn`` of :func:`reset_env`: the engine's base positions, spawn noise, order targets and whether
-    its resets end with SMAC's first loop (``BatchedSimEngine.first_loop``)."""
-    eng = env.engine
-    return eng.base_pos, SPAWN_NOISE, eng._target, eng._target2, eng.first_loop
-
-
-def view_args(env: Any, avail: np.ndarray, obs: np.ndarray, state: np.ndarray) -> tuple:
-    """``view`` of :func:`step_env`, writing into ``avail``, ``obs`` and ``state`` (no state columns with
-    ``obs_instead_of_state``: the caller copies the observations afterwards)."""
-    if env.opts.obs_instead_of_state:
-        state = np.zeros((env.n_envs, 0), np.float32)
-    return (env._hmax, avail, obs, state, *env.features._kernel_args)
+    groups = {
+        "eng": (eng.n_agents, PROPS, eng.utype, eng.grid, eng.nav, eng._order),
+        "S": eng.S,
+        "rng": eng.rng,
+        "work": scratch(eng.S.shape[1]),
+        "ep": ep,
+        "rules": rules,
+        # what a respawn needs: base positions, spawn noise, order targets, SMAC's first loop or not
+        "spawn": (eng.base_pos, SPAWN_NOISE, eng._target, eng._target2, eng.first_loop),
+        "hmax": env._hmax,
+        "kernel": f._kernel_args,
+    }
+    no_state = np.zeros((env.n_envs, 0), np.float32) if o.obs_instead_of_state else None
+    packed = pack_plan(*(groups[k] for k in _PACKED_FIELDS))
+    return FusedPlan(**groups, no_state=no_state, threads=min(eng.threads, env.n_envs), packed=packed)

@@ -15,9 +15,9 @@ two equal: rewards, ends, observations, state and the engine's whole state)::
 
 The loop runs in Numba with no Python between steps: the like-for-like of a JAX environment rolled out
 inside ``lax.scan`` (``benchmarks/sim_throughput.py`` compares it with JaxMARL's SMAX), and a fast way to
-play random baselines. Each step is the env's own fused step (:func:`marl.envs.smac.fused.step_env`), the
-respawn the engine's (:mod:`marl.envs.smac.sim.stepper`). The envs are independent, so each env plays its
-``K`` steps on its own, and with the env's ``threads > 1`` chunks of envs play on several cores.
+play random baselines. Each step is the env's own fused step (``fused_kernels.step_env``), the respawn the
+engine's (:mod:`marl.envs.smac.sim.stepper`). The envs are independent, so each env plays its ``K`` steps
+on its own, and with the env's ``threads > 1`` chunks of envs play on several cores.
 """
 
 from __future__ import annotations
@@ -27,15 +27,8 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
-from marl.envs.smac.fused import (
-    fused_args,
-    reset_env,
-    scratch,
-    spawn_args,
-    step_env,
-    step_outputs,
-    view_args,
-)
+from marl.envs.smac.fused import adopt, step_outputs, view_arrays
+from marl.envs.smac.fused_kernels import reset_env, scratch, step_env
 from marl.envs.smac.sim.avail import sample_env
 from marl.envs.smac.threads import with_threads
 
@@ -86,14 +79,12 @@ def random_rollout(env: Any, uniforms_KEN: np.ndarray) -> tuple[np.ndarray, np.n
     out_term = np.zeros((k, E), dtype=np.bool_)
     out_won = np.zeros((k, E), dtype=np.bool_)
     step_out = step_outputs(E)
-    engine, ep, rules = fused_args(env)
-    view = view_args(env, env._avail, env._obs, env._state)
-    spawn = spawn_args(env)
+    plan = env._plan()
+    arrays = view_arrays(env, plan, fresh=False)
+    view = plan.view(*arrays)
     acts = np.zeros((E, env.n_agents), dtype=np.int64)
     record = (out_reward, out_term, out_won)
-    args = (u, acts, engine, spawn, eng.S, eng.rng, ep, rules, view, step_out, record)
+    args = (u, acts, plan.eng, plan.spawn, plan.S, plan.rng, plan.ep, plan.rules, view, step_out, record)
     with_threads(min(eng.threads, E), _play, min(eng.threads, E), *args)
-    if env.opts.obs_instead_of_state:
-        env._state = env._obs.reshape(E, -1).copy()
-    env._units_stale = True
+    adopt(env, *arrays)
     return out_reward, out_term, out_won
