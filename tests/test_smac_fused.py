@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 
@@ -123,3 +126,21 @@ def test_fused_step_follows_a_limit_set_mid_episode() -> None:
     np.testing.assert_array_equal(got[1], want[1])
     assert got[1].all() and got[2]["episode_limit"].all()
     _assert_same_env(fast, ref)
+
+
+def test_a_copy_of_a_stepped_env_steps_on_its_own() -> None:
+    """``copy.deepcopy`` and pickle leave the plan out: a copy builds one over its own arrays, so it steps
+    as the original does without moving the original."""
+    env = BatchedStarCraft2Env("3m", 2, seed=1)
+    env.reset()
+    stop = np.ones((2, 3), dtype=np.int64)
+    env.step(stop)
+    for duplicate in (copy.deepcopy, lambda e: pickle.loads(pickle.dumps(e))):
+        twin = duplicate(env)
+        before = env.engine.S.copy()
+        got = twin.step(stop)
+        np.testing.assert_array_equal(env.engine.S, before)  # the original did not move
+        want = env.step(stop)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(twin.get_obs(), env.get_obs())
+        np.testing.assert_array_equal(twin.engine.S, env.engine.S)

@@ -108,6 +108,10 @@ class BatchedStarCraft2Env:
     def max_reward(self, value: Any) -> None:
         self._max_reward, self._plan_value = value, None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy or pickle leaves the plan out (it holds this env's arrays); the copy builds its own."""
+        return {**self.__dict__, "_plan_value": None}
+
     def _plan(self) -> FusedPlan:
         """The arguments that every fused call passes unchanged (``fused.py``), kept until the episode limit
         or the reward scale is set again."""
