@@ -26,9 +26,9 @@ per env, :func:`fused_plan`, and the fresh outputs per call, :func:`step_outputs
 
 The groups are flat tuples: Numba's parallel loops do not take tuples nested in tuples.
 
-At one env most of a step's time is the Python around the compiled call, not the call itself (3m: about 5 µs
-in the compiled loop of :mod:`marl.envs.smac.rollout` against 22 µs through ``env.step`` before the plan
-was kept). Hence the per-env :class:`FusedPlan` (no group rebuilt per call), the running check inside the
+At one env most of a step's time is the Python around the compiled call, not the call itself (3m on an
+Intel Xeon: 5 µs in the compiled loop of :mod:`marl.envs.smac.rollout` against 22 µs through ``env.step``
+before the plan was kept). Hence the per-env :class:`FusedPlan` (no group rebuilt per call), the running check inside the
 compiled call (``fused_kernels.first_bad``), and nothing but the checks, the fresh arrays and the call in
 :func:`fused_step`.
 """
