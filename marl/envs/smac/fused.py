@@ -28,9 +28,9 @@ The groups are flat tuples: Numba's parallel loops do not take tuples nested in 
 
 At one env most of a step's time is the Python around the compiled call, not the call itself (3m on an
 Intel Xeon: 5 µs in the compiled loop of :mod:`marl.envs.smac.rollout` against 22 µs through ``env.step``
-before the plan was kept). Hence the per-env :class:`FusedPlan` (no group rebuilt per call), the running check inside the
-compiled call (``fused_kernels.first_bad``), and nothing but the checks, the fresh arrays and the call in
-:func:`fused_step`.
+before the plan was kept). Hence the per-env :class:`FusedPlan` (no group rebuilt per call), the running
+check inside the compiled call (``fused_kernels.first_bad``), and nothing but the checks, the fresh arrays
+and the call in :func:`fused_step`.
 """
 
 from __future__ import annotations
