@@ -8,8 +8,10 @@ Each side is a checkout (``--base`` and ``--head`` are git revisions checked out
 sides time the three one-thread cells of ``sim_throughput.py`` (``rollout``: 100 compiled random steps per
 call; ``full``: the per-step ``BatchedStarCraft2Env.step`` with random available actions; ``engine``:
 ``BatchedSimEngine`` alone), in fresh processes, alternating base and head ``--reps`` times, so a change in
-the machine's load falls on both. One thread on each side: the comparison is of the code, not of cores.
-The ratio column is head over base of the median over the repetitions.
+the machine's load falls on both. One thread on each side by default: the comparison is of the code, not
+of cores. ``--threads k`` runs every cell on ``k`` threads instead (how the two versions use several
+cores; wall-clock rates, so only on an otherwise idle machine). The ratio column is head over base of the
+median over the repetitions.
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ _WORKER = r"""
 import json, sys
 sys.path.insert(0, "benchmarks")
 from sim_throughput import bench_full, bench_ours, bench_rollout
-name, n, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+name, n, seconds, threads = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 print(json.dumps({
-    "rollout": bench_rollout(name, n, seconds, 1)["sps"],
-    "full": bench_full(name, n, seconds, 1)["sps"],
-    "engine": bench_ours(name, n, seconds, 1)["sps"],
+    "rollout": bench_rollout(name, n, seconds, threads)["sps"],
+    "full": bench_full(name, n, seconds, threads)["sps"],
+    "engine": bench_ours(name, n, seconds, threads)["sps"],
 }))
 """
 
@@ -56,10 +58,10 @@ def _checkout(ref: str, tmp: Path) -> Path:
     return path
 
 
-def _time(src: Path, cache: Path, name: str, n: int, seconds: float) -> dict[str, float]:
+def _time(src: Path, cache: Path, name: str, n: int, seconds: float, threads: int) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(src), "NUMBA_CACHE_DIR": str(cache)}
     out = subprocess.run(
-        [sys.executable, "-c", _WORKER, name, str(n), str(seconds)],
+        [sys.executable, "-c", _WORKER, name, str(n), str(seconds), str(threads)],
         cwd=src,
         env=env,
         capture_output=True,
@@ -70,6 +72,10 @@ def _time(src: Path, cache: Path, name: str, n: int, seconds: float) -> dict[str
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _threads(k: int) -> str:
+    return "one thread" if k == 1 else f"{k} threads"
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", required=True, help="git revision of the base side")
@@ -78,10 +84,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--envs", nargs="+", type=int, default=[1, 64])
     ap.add_argument("--seconds", type=float, default=3.0, help="timed seconds per cell")
     ap.add_argument("--reps", type=int, default=2, help="alternations of base and head per cell")
+    ap.add_argument("--threads", type=int, default=1, help="threads of every cell (> 1: an idle machine)")
     ap.add_argument("--out", default=None, help="results file (relative: under benchmarks/)")
     args = ap.parse_args(argv)
-    if args.reps < 1 or args.seconds <= 0:
-        raise SystemExit("engine_ab.py: --reps must be >= 1 and --seconds > 0")
+    if args.reps < 1 or args.seconds <= 0 or args.threads < 1:
+        raise SystemExit("engine_ab.py: --reps and --threads must be >= 1 and --seconds > 0")
     t0, load0 = time.time(), os.getloadavg()
     base_rev = _rev(args.base)
     head_rev = _rev(args.head) if args.head else f"working tree ({_rev('HEAD')} + changes)"
@@ -95,7 +102,8 @@ def main(argv: list[str] | None = None) -> None:
                     got: dict[str, list[dict[str, float]]] = {"base": [], "head": []}
                     for _ in range(args.reps):
                         for side, src in sides.items():
-                            got[side].append(_time(src, tmp / f"cache_{side}", name, n, args.seconds))
+                            cache = tmp / f"cache_{side}"
+                            got[side].append(_time(src, cache, name, n, args.seconds, args.threads))
                     med = {s: {c: statistics.median(r[c] for r in got[s]) for c in CELLS} for s in got}
                     rows.append((name, n, med))
                     print(name, n, json.dumps(med), flush=True)
@@ -105,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
                     subprocess.run(["git", "worktree", "remove", "--force", str(src)], cwd=ROOT, check=False)
     header = " | ".join(f"{s} {c}" for c in CELLS for s in ("base", "head"))
     lines = [
-        "# The engine's speed at two versions of the code (one thread, steps per second)",
+        f"# The engine's speed at two versions of the code ({_threads(args.threads)}, steps per second)",
         "",
         f"- command: `python benchmarks/engine_ab.py {' '.join(sys.argv[1:] if argv is None else argv)}`",
         f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; base {base_rev}; head {head_rev}",

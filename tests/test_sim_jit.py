@@ -10,7 +10,9 @@ from numba import njit
 from numba.core.errors import NumbaError
 from numba.core.registry import CPUDispatcher
 
+from marl.envs.smac import fast_features, fused_kernels
 from marl.envs.smac.batched_env import BatchedStarCraft2Env
+from marl.envs.smac.fused import step_outputs
 from marl.envs.smac.sim.jit import engine_jit
 from marl.envs.smac.sim.stepper import _loop
 from marl.envs.smac.sim.units import PROPS
@@ -59,6 +61,30 @@ def test_the_game_loop_counts_no_references():
     counted = njit(_loop.py_func)  # the same loop with the runtime: the counts this module removes
     counted(0, eng.n_agents, PROPS, eng.utype, eng.grid, eng.nav, eng.S, eng.rng, *scratch, True)
     assert "NRT_incref" in "\n".join(counted.inspect_asm().values())
+
+
+def test_the_fused_step_of_one_env_and_the_feature_kernels_are_built_without_the_runtime():
+    per_env = [fused_kernels.step_env, fused_kernels.observe_env, fused_kernels.bad_agent]
+    features = ["_cell", "move_block", "observe_rows", "fill_state", "reward_end_kernel"]
+    for fn in per_env + [getattr(fast_features, name) for name in features]:
+        assert fn.targetoptions.get("_nrt") is False, fn.py_func.__name__
+    # the entry points allocate their work arrays once a call, not once an env
+    for fn in (fused_kernels.step_envs, fused_kernels.scratch, fast_features.observe_kernel):
+        assert fn.targetoptions.get("_nrt") is not False, fn.py_func.__name__
+
+
+def test_the_fused_step_of_one_env_counts_no_references():
+    """One env's fused step of MMM (engine, reward, end, observation, state), compiled afresh: no count."""
+    env = BatchedStarCraft2Env("MMM", 2, seed=0)
+    env.reset()
+    plan = env._plan()
+    view = plan.view(env._avail, env._obs, env._state)
+    actions = np.zeros((2, env.n_agents), dtype=np.int64)
+    fresh = njit(_nrt=False)(fused_kernels.step_env.py_func)
+    fresh(0, actions, plan.eng, plan.S, plan.rng, plan.work, plan.ep, plan.rules, view, step_outputs(2))
+    asm = "\n".join(fresh.inspect_asm().values())
+    assert "observe_rows" in asm and "reward_end_kernel" in asm, "the step's machine code was not found"
+    assert "NRT_incref" not in asm and "NRT_decref" not in asm
 
 
 def test_an_allocation_in_engine_code_does_not_compile():

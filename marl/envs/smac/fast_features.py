@@ -14,8 +14,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from marl.envs.smac.sim.jit import engine_jit
 
-@njit(cache=True)
+
+@engine_jit
 def _cell(padded, x, y, pad):
     """Value of a padded grid at the integer cell (x, y); indices clamped into the padding."""
     ix = min(max(x + pad, 0), padded.shape[0] - 1)
@@ -23,7 +25,7 @@ def _cell(padded, x, y, pad):
     return padded[ix, iy]
 
 
-@njit(cache=True)
+@engine_jit
 def move_block(o, avail_row, px, py, walk_out, height, pad, surround, obs_path, obs_height):
     """SMAC's move block of an observation ``o`` at (px, py): the 4 move flags (``avail_row[2:6]``), then the
     surrounding pathing (8) and heights (8 + own cell) when on."""
@@ -42,7 +44,21 @@ def move_block(o, avail_row, px, py, walk_out, height, pad, surround, obs_path, 
 
 
 @njit(cache=True)
-def observe_kernel(
+def observe_scratch(u):
+    """Work arrays of :func:`observe_rows` for ``u`` units: dist, dx, dy (u,) and a zero field of view
+    (u, 2)."""
+    return np.empty(u), np.empty(u), np.empty(u), np.zeros((u, 2))
+
+
+@njit(cache=True)
+def observe_kernel(n, pos, *rest):
+    """:func:`observe_rows` with its work arrays allocated here (the same arguments, less ``tmp``)."""
+    return observe_rows(observe_scratch(pos.shape[1]), n, pos, *rest)
+
+
+@engine_jit
+def observe_rows(
+    tmp,
     n,
     pos,
     health,
@@ -86,7 +102,9 @@ def observe_kernel(
     state,
 ):
     """Fill ``avail`` (E, n, A) int64, ``obs`` (E, n, O) float32 and ``state`` (E, S) float32 (all zeroed
-    by the caller; ``state`` may have 0 columns when obs_instead_of_state). Layout as features.py."""
+    by the caller; ``state`` may have 0 columns when obs_instead_of_state). Layout as features.py.
+    ``tmp``: :func:`observe_scratch` (it allocates nothing, so it is built without Numba's reference
+    counts: :mod:`marl.envs.smac.sim.jit`)."""
     E, U = pos.shape[0], pos.shape[1]
     m = U - n
     per_env_max = hmax.shape[0] > 1  # hmax: (E, U) or (1, U)
@@ -95,10 +113,7 @@ def observe_kernel(
     fe = 4 + b + (1 + s_e if all_health else 0)
     fa = 4 + b + (1 + s_a if all_health else 0) + (A if obs_last else 0)
     move = 4 + (8 if obs_path else 0) + (9 if obs_height else 0)
-    dist = np.empty(U)
-    dx = np.empty(U)
-    dy = np.empty(U)
-    no_fov = np.zeros((n, 2))  # SMAC has no field of view (fill_state's conic=False)
+    dist, dx, dy, no_fov = tmp  # no_fov: SMAC has no field of view (fill_state's conic=False)
     for e in range(E):
         h = hmax[e] if per_env_max else hmax[0]
         for i in range(n):
@@ -191,7 +206,7 @@ def observe_kernel(
             )  # fmt: skip
 
 
-@njit(cache=True)
+@engine_jit
 def fill_state(
     e,
     n,
@@ -269,7 +284,7 @@ def fill_state(
         st[st.shape[0] - 1] = steps[e] / episode_limit
 
 
-@njit(cache=True)
+@engine_jit
 def reward_end_kernel(
     n,
     prev_health,

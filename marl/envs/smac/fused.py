@@ -84,7 +84,7 @@ def step_packed(mask, actions, avail_now, p, avail, obs, state, out):
 def reset_packed(mask, p, avail, obs, state):
     """``fused_kernels.reset_envs`` with the plan's groups from ``p`` (a :class:`PackedPlan`)."""
     view = (p.hmax, avail, obs, state) + p.kernel
-    reset_envs(mask, p.eng, p.spawn, p.S, p.rng, p.ep, view)
+    reset_envs(mask, p.eng, p.spawn, p.S, p.rng, p.work, p.ep, view)
 
 
 class FusedPlan(NamedTuple):

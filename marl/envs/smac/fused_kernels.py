@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from marl.envs.smac.fast_features import observe_kernel, reward_end_kernel
+from marl.envs.smac.fast_features import observe_rows, observe_scratch, reward_end_kernel
 from marl.envs.smac.features import RUNNING
+from marl.envs.smac.sim.jit import engine_jit
 from marl.envs.smac.sim.stepper import _first_loop, _reset_env, _step_env
 from marl.envs.smac.sim.units import S_CD, S_EN, S_HP, S_SH, S_X, S_Y
 
@@ -20,12 +21,12 @@ from marl.envs.smac.sim.units import S_CD, S_EN, S_HP, S_SH, S_X, S_Y
 @njit(cache=True)
 def scratch(u):
     """Per-thread work arrays of :func:`step_env` for ``u`` units: (buf, idx, perm, prev health/shield,
-    end code)."""
+    end code, the observation's ``fast_features.observe_scratch``)."""
     idx, perm, code = np.empty(u, dtype=np.int64), np.empty(u, dtype=np.int64), np.empty(1, dtype=np.int64)
-    return np.empty((u, 4)), idx, perm, np.empty((2, u)), code
+    return np.empty((u, 4)), idx, perm, np.empty((2, u)), code, observe_scratch(u)
 
 
-@njit(cache=True)
+@engine_jit
 def bad_agent(e, actions, avail):
     """-1 if every agent of env ``e`` chose an available action, else the first agent that did not."""
     n_act = avail.shape[2]
@@ -36,21 +37,22 @@ def bad_agent(e, actions, avail):
     return -1
 
 
-@njit(cache=True)
-def observe_env(e, na, S, view, last_action, steps):
-    """Available actions, observations and state of env ``e`` (``view``'s arrays, row ``e`` rewritten)."""
+@engine_jit
+def observe_env(e, na, S, view, last_action, steps, tmp):
+    """Available actions, observations and state of env ``e`` (``view``'s arrays, row ``e`` rewritten;
+    ``tmp``: ``fast_features.observe_scratch``)."""
     hmax, avail, obs, state = view[0], view[1], view[2], view[3]
     avail[e] = 0  # the kernel writes only what is visible, available or alive (as into fresh zeros)
     obs[e] = 0.0
     state[e] = 0.0
     r = slice(e, e + 1)
-    observe_kernel(
-        na, S[r, :, S_X : S_Y + 1], S[r, :, S_HP], S[r, :, S_SH], S[r, :, S_CD], S[r, :, S_EN], hmax,
+    observe_rows(
+        tmp, na, S[r, :, S_X : S_Y + 1], S[r, :, S_HP], S[r, :, S_SH], S[r, :, S_CD], S[r, :, S_EN], hmax,
         last_action[r], steps[r], *view[4:], avail[r], obs[r], state[r],
     )  # fmt: skip
 
 
-@njit(cache=True)
+@engine_jit
 def step_env(e, actions, eng, S, rng, work, ep, rules, view, out):
     """One SMAC step of env ``e`` under ``actions[e]`` (already checked): orders, 8 game loops, reward, end,
     counters, then the new observations. Returns True when the episode ended."""
@@ -58,13 +60,14 @@ def step_env(e, actions, eng, S, rng, work, ep, rules, view, out):
     steps, last_action, dead, running, battles_won, battles_game, timeouts = ep
     end_reward, sparse, divisor, episode_limit, continuing = rules[0], rules[1], rules[2], rules[3], rules[4]
     reward, term, won, n_dead, limit = out
-    buf, idx, perm, prev, code = work
+    buf, idx, perm, prev, code, tmp = work
     n_act = last_action.shape[2]
     for i in range(na):
         for a in range(n_act):
             last_action[e, i, a] = 1.0 if a == actions[e, i] else 0.0
-    prev[0] = S[e, :, S_HP]
-    prev[1] = S[e, :, S_SH]
+    for k in range(S.shape[1]):
+        prev[0, k] = S[e, k, S_HP]
+        prev[1, k] = S[e, k, S_SH]
     _step_env(e, actions, *eng, S, rng, buf, idx, perm)
     r = slice(e, e + 1)
     n_dead[e] = 0
@@ -86,7 +89,7 @@ def step_env(e, actions, eng, S, rng, work, ep, rules, view, out):
     battles_won[e] += c == 1
     timeouts[e] += timed_out
     running[e] = not ended
-    observe_env(e, na, S, view, last_action, steps)
+    observe_env(e, na, S, view, last_action, steps, tmp)
     return ended
 
 
@@ -137,7 +140,7 @@ def step_envs_parallel(chunks, mask, actions, avail_now, eng, S, rng, ep, rules,
 
 
 @njit(cache=True)
-def reset_env(e, eng, spawn, S, rng, ep, view):
+def reset_env(e, eng, spawn, S, rng, work, ep, view):
     """A new episode in env ``e``: respawn, step count, last actions and death trackers cleared, observed.
     ``spawn`` = (base positions, spawn noise, order target, second target, first loop)."""
     na, props, utype, grid, order = eng[0], eng[1], eng[2], eng[3], eng[5]
@@ -149,12 +152,12 @@ def reset_env(e, eng, spawn, S, rng, ep, view):
     last_action[e] = 0.0
     dead[e] = False
     running[e] = True
-    observe_env(e, na, S, view, last_action, steps)
+    observe_env(e, na, S, view, last_action, steps, work[5])
 
 
 @njit(cache=True)
-def reset_envs(mask, eng, spawn, S, rng, ep, view):
+def reset_envs(mask, eng, spawn, S, rng, work, ep, view):
     """:func:`reset_env` for every env with ``mask[e]``."""
     for e in range(S.shape[0]):
         if mask[e]:
-            reset_env(e, eng, spawn, S, rng, ep, view)
+            reset_env(e, eng, spawn, S, rng, work, ep, view)

@@ -45,7 +45,7 @@ def _play_env(e, uniforms, acts, eng, spawn, S, rng, work, ep, rules, view, out,
         out_term[k, e] = ended
         out_won[k, e] = out[2][e]
         if ended:  # as BatchedStarCraft2Env.reset_envs
-            reset_env(e, eng, spawn, S, rng, ep, view)
+            reset_env(e, eng, spawn, S, rng, work, ep, view)
 
 
 @njit(cache=True, parallel=True)

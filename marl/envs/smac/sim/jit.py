@@ -8,6 +8,11 @@ returns an array, so they are compiled without Numba's runtime (``_nrt=False``):
 an allocation added to one of them fails to compile instead of leaking. The arithmetic is unchanged, and so
 are the results, bit for bit (``tests/test_sim_jit.py``). The entry points that allocate their scratch
 arrays (``stepper.sim_step`` and the like) keep the runtime and call these.
+
+The rest of a step is built the same way: the observation, state and reward kernels
+(``fast_features.observe_rows``, ``fill_state``, ``move_block``, ``reward_end_kernel``) and the fused step
+of one env (``fused_kernels.step_env``), whose work arrays come from the caller; only the loops over envs,
+called from Python, allocate and count (once a call, not once an env).
 """
 
 from __future__ import annotations
