@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine_ab import ROOT, _checkout, _rev
+from engine_ab import ROOT, _checkout, _rev, write_table
 
 from marl.provenance import cpu_model
 
@@ -106,12 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     ]
     for name, n, b, h in rows:
         lines.append(f"| {name} | {n} | {b:.1f} | {h:.1f} | {h - b:+.1f} | {h / b:.2f} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        out = Path(args.out)
-        out = out if out.is_absolute() else ROOT / "benchmarks" / out
-        out.write_text(text, encoding="utf-8")
+    write_table(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -72,6 +72,16 @@ def _time(src: Path, cache: Path, name: str, n: int, seconds: float, threads: in
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def write_table(lines: list[str], out: str | None) -> None:
+    """Print the result lines and, with ``out``, write them there (relative: under ``benchmarks/``)."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out:
+        path = Path(out)
+        path = path if path.is_absolute() else ROOT / "benchmarks" / path
+        path.write_text(text, encoding="utf-8")
+
+
 def _threads(k: int) -> str:
     return "one thread" if k == 1 else f"{k} threads"
 
@@ -128,12 +138,7 @@ def main(argv: list[str] | None = None) -> None:
         cells = " | ".join(f"{med[s][c]:,.0f}" for c in CELLS for s in ("base", "head"))
         ratios = " | ".join(f"{med['head'][c] / med['base'][c]:.2f}" for c in CELLS)
         lines.append(f"| {name} | {n} | {cells} | {ratios} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        out = Path(args.out)
-        out = out if out.is_absolute() else ROOT / "benchmarks" / out
-        out.write_text(text, encoding="utf-8")
+    write_table(lines, args.out)
 
 
 if __name__ == "__main__":
