@@ -77,6 +77,7 @@ torchrl-env: $(TORCHRL_VENV)/.installed
 
 bench: bench-step
 	$(PY) benchmarks/sim_throughput.py
+	$(PY) benchmarks/sim_paired.py
 	$(PY) benchmarks/smac_api_step.py
 	$(PY) benchmarks/fidelity.py
 	$(MAKE) torchrl-env

@@ -16,7 +16,8 @@ obs/state/reward.  SMAX: ``HeuristicEnemySMAX`` with the scenario of the same na
 envs).  SMAX runs in a subprocess of the separate venv ``.venv-bench`` (``make bench-env`` builds it:
 ``pip install jaxmarl`` in a venv of its own) because jax needs numpy 2.  The "SMAX scan" column rolls 100
 steps inside one jitted ``lax.scan`` (JaxMARL's favoured use, no Python per step); the ratios are taken
-against the per-step column unless named "scan".  The machine's load average is recorded before and
+against the per-step column unless named "scan".  Each side's timed seconds follow the same untimed warm-up
+(``steady_rate``; the worker's ``rate``).  The machine's load average is recorded before and
 after every cell: a shared machine depresses and scatters every number.
 
     .venv/bin/python benchmarks/sim_throughput.py --smacv2   # results/sim_throughput_smacv2.md
@@ -49,12 +50,12 @@ BENCH_PY = ROOT / ".venv-bench" / "bin" / "python"
 MAPS = ("3m", "8m", "27m_vs_30m")
 N_ENVS = (1, 64)
 
-_SMAX_WORKER = r"""
+SMAX_WORKER = r"""
 import json, sys, time
 import jax, jax.numpy as jnp
 from jaxmarl import make
 from jaxmarl.environments.smax import map_name_to_scenario
-name, n_envs, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+name, n_envs = sys.argv[1], int(sys.argv[2])
 env = make("HeuristicEnemySMAX", scenario=map_name_to_scenario(name))
 def one(key, state):
     key, k1, k2 = jax.random.split(key, 3)
@@ -73,26 +74,37 @@ step = jax.jit(jax.vmap(one))
 for _ in range(3):  # the first calls may recompile (weak types)
     keys, state = step(keys, state)
 jax.block_until_ready(state)
-compile_s = time.perf_counter() - t0
-n, t0 = 0, time.perf_counter()
-while time.perf_counter() - t0 < seconds:
-    keys, state = step(keys, state); n += 1
-jax.block_until_ready(state)
-sps = n * n_envs / (time.perf_counter() - t0)
+compile_s = time.perf_counter() - t0  # the step's (as every run before); the scan compiles next
 def roll(keys, state):
     def body(c, _):
         return jax.vmap(one)(*c), None
     return jax.lax.scan(body, (keys, state), None, length=100)[0]
 roll = jax.jit(roll)
-out = roll(*roll(keys, state)); jax.block_until_ready(out)
-m, t0 = 0, time.perf_counter()
-while time.perf_counter() - t0 < seconds:
-    out = roll(*out); m += 1
-jax.block_until_ready(out)
-scan_sps = m * 100 * n_envs / (time.perf_counter() - t0)
+carry = {"step": (keys, state), "scan": roll(*roll(keys, state))}
+jax.block_until_ready(carry["scan"])
+fns, per_call = {"step": step, "scan": roll}, {"step": n_envs, "scan": 100 * n_envs}
+def rate(kind, secs):
+    # env steps a second of `kind` over `secs`, after an untimed warm-up of a quarter (at most 1 s), as ours
+    fn, c = fns[kind], carry[kind]
+    for s in (min(1.0, secs / 4), secs):
+        n, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < s:
+            c = fn(*c); n += 1
+            if kind == "scan":  # else XLA queues dozens of 100-step calls ahead: a window of minutes
+                jax.block_until_ready(c)
+        jax.block_until_ready(c)
+    carry[kind] = c
+    return n * per_call[kind] / (time.perf_counter() - t0)
 import importlib.metadata as md
-print(json.dumps({"sps": sps, "scan_sps": scan_sps, "compile_s": compile_s, "jax": jax.__version__,
-                  "jaxmarl": md.version("jaxmarl")}))
+head = {"compile_s": compile_s, "jax": jax.__version__, "jaxmarl": md.version("jaxmarl")}
+if sys.argv[3] == "serve":  # paired timing: one line "<step|scan> <seconds>" in, one rate out
+    print(json.dumps(head), flush=True)
+    for line in sys.stdin:
+        kind, secs = line.split()
+        print(json.dumps({"sps": rate(kind, float(secs))}), flush=True)
+else:
+    secs = float(sys.argv[3])
+    print(json.dumps({"sps": rate("step", secs), "scan_sps": rate("scan", secs), **head}))
 """
 
 
@@ -147,9 +159,12 @@ def bench_ours(name: str, n_envs: int, seconds: float, threads: int) -> dict:
     return {"sps": steady_rate(one, n_envs, seconds), "first_call_s": first_s}
 
 
-def bench_full(name: str, n_envs: int, seconds: float, threads: int, fused: bool = True) -> dict:
-    """Steps per second of ``BatchedStarCraft2Env`` (engine + obs + state + avail + reward + end), or of
-    ``BatchedSMACv2Env`` for a SMACv2 scenario; ``fused=False``: the env's stage-by-stage reference step."""
+def full_stepper(
+    name: str, n_envs: int, threads: int, fused: bool = True
+) -> tuple[Callable[[], None], float]:
+    """(one step of ``n_envs`` envs with random available actions and resets, seconds to the first step) of
+    ``BatchedStarCraft2Env``, or of ``BatchedSMACv2Env`` for a SMACv2 scenario; ``fused=False``: the env's
+    stage-by-stage reference step."""
     from marl.envs.smac.batched_env import BatchedStarCraft2Env
     from marl.envs.smac.sim.avail import sample_available
     from marl.envs.smac.smacv2.batched import BatchedSMACv2Env
@@ -170,13 +185,19 @@ def bench_full(name: str, n_envs: int, seconds: float, threads: int, fused: bool
         if terminated.any():
             env.reset_envs(terminated)
 
+    return one, first_s
+
+
+def bench_full(name: str, n_envs: int, seconds: float, threads: int, fused: bool = True) -> dict:
+    """Steps per second of :func:`full_stepper`'s step (engine + obs + state + avail + reward + end)."""
+    one, first_s = full_stepper(name, n_envs, threads, fused)
     return {"sps": steady_rate(one, n_envs, seconds), "first_call_s": first_s}
 
 
-def bench_rollout(name: str, n_envs: int, seconds: float, threads: int) -> dict:
-    """Steps per second of :func:`marl.envs.smac.rollout.random_rollout`: 100 uniformly random steps of the
-    full env (engine, obs, state, avail, reward, end, auto-reset) per compiled call, no Python between steps
-    (the like-for-like of SMAX's ``lax.scan`` of 100 steps), on ``threads``."""
+def rollout_stepper(name: str, n_envs: int, threads: int) -> Callable[[], None]:
+    """100 uniformly random steps of ``n_envs`` full envs in one call of
+    :func:`marl.envs.smac.rollout.random_rollout` (engine, obs, state, avail, reward, end, auto-reset; no
+    Python between steps: the like-for-like of SMAX's ``lax.scan`` of 100 steps), loaded and warmed."""
     from marl.envs.smac.batched_env import BatchedStarCraft2Env
     from marl.envs.smac.rollout import random_rollout
 
@@ -188,7 +209,12 @@ def bench_rollout(name: str, n_envs: int, seconds: float, threads: int) -> dict:
         random_rollout(env, rs.random((100, n_envs, env.n_agents)))
 
     hundred()  # loads the compiled loop: not timed
-    return {"sps": steady_rate(hundred, 100 * n_envs, seconds)}
+    return hundred
+
+
+def bench_rollout(name: str, n_envs: int, seconds: float, threads: int) -> dict:
+    """Steps per second of :func:`rollout_stepper` on ``threads``."""
+    return {"sps": steady_rate(rollout_stepper(name, n_envs, threads), 100 * n_envs, seconds)}
 
 
 def smax_scenario(name: str) -> str:
@@ -229,7 +255,7 @@ def bench_smax(name: str, n_envs: int, seconds: float) -> dict | None:
         return None
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     out = subprocess.run(
-        [str(BENCH_PY), "-c", _SMAX_WORKER, smax_scenario(name), str(n_envs), str(seconds)],
+        [str(BENCH_PY), "-c", SMAX_WORKER, smax_scenario(name), str(n_envs), str(seconds)],
         capture_output=True,
         text=True,
         env=env,
