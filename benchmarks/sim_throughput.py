@@ -182,7 +182,9 @@ def full_stepper(
 
     def one() -> None:
         _, terminated, _ = env.step(sample_available(env.get_avail_actions(), next(rows)))
-        if terminated.any():
+        # count_nonzero, not .any(): NumPy's reduction machinery costs about 3 us a call, 15 % of a
+        # 1-env step of 3m, which is the loop's and not the env's (SMAX's step resets inside the jit)
+        if np.count_nonzero(terminated):
             env.reset_envs(terminated)
 
     return one, first_s
