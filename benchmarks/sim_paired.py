@@ -27,7 +27,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from sim_throughput import BENCH_PY, MAPS, N_ENVS, SMAX_WORKER, full_stepper, rollout_stepper, steady_rate
+from sim_throughput import (
+    BENCH_PY,
+    MAPS,
+    N_ENVS,
+    SMAX_WORKER,
+    fmt_load,
+    full_stepper,
+    rollout_stepper,
+    steady_rate,
+)
 
 from marl.envs.smac.threads import resolve_threads
 from marl.provenance import cpu_model
@@ -177,8 +186,7 @@ def main() -> None:
         if not set(args.cpus) <= set(allowed):
             ap.error(f"--cpus {args.cpus}: this process may run on cores {allowed} only")
         os.sched_setaffinity(0, args.cpus)  # the worker, started later, inherits it
-    fmt = " / ".join
-    load0, cells, raw, head = fmt(f"{x:.2f}" for x in os.getloadavg()), [], {}, {}
+    load0, cells, raw, head = fmt_load(os.getloadavg()), [], {}, {}
     for name in args.maps:
         for n in args.envs:
             with SmaxServer.smax(name, n) as server:
@@ -191,7 +199,7 @@ def main() -> None:
                 f"{name} x{n}: " + ", ".join(f"{k} {v['median']:.2f}" for k, v in s.items() if "/" in k),
                 flush=True,
             )
-    text = report(cells, args, head, (load0, fmt(f"{x:.2f}" for x in os.getloadavg())))
+    text = report(cells, args, head, (load0, fmt_load(os.getloadavg())))
     print(text)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -106,6 +106,11 @@ else:
     secs = float(sys.argv[3])
     print(json.dumps({"sps": rate("step", secs), "scan_sps": rate("scan", secs), **head}))
 """
+
+
+def fmt_load(load: Sequence[float]) -> str:
+    """A load average (1/5/15 min) as the results pages write it: "0.92 / 1.04 / 1.29"."""
+    return " / ".join(f"{x:.2f}" for x in load)
 
 
 def _random_actions(eng, rs: np.random.Generator, sample_available) -> np.ndarray:
@@ -318,9 +323,6 @@ def main() -> None:
     peer = next((r[7] for r in rows if r[7]), None)
     versions = f"jax {peer['jax']}, jaxmarl {peer['jaxmarl']}" if peer else "SMAX not run"
 
-    def fmt(load: tuple[float, float, float]) -> str:
-        return " / ".join(f"{x:.2f}" for x in load)
-
     lines = [
         "# Our SMAC env vs JaxMARL SMAX: env steps per second",
         "",
@@ -329,7 +331,7 @@ def main() -> None:
         f"- peer versions ({BENCH_PY.parent.parent.name}): {versions}",
         f"- machine: {cpu_model()}; nproc: {os.cpu_count()}; timed {args.seconds}s per cell and side; "
         "random available actions; finished envs reset",
-        f"- load average (1/5/15 min) before: {fmt(load_start)}; after: {fmt(load_end)}",
+        f"- load average (1/5/15 min) before: {fmt_load(load_start)}; after: {fmt_load(load_end)}",
         f"- our cold Numba compile (empty cache, import + reset + first full step of 3m): {cold:.1f} s; "
         "later processes load the on-disk cache",
         "- **full** = `BatchedStarCraft2Env.step` with obs + state + avail + reward + end for every env "

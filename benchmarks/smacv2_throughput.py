@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from sim_throughput import BENCH_PY, bench_full, bench_smax, smax_scenario, steady_rate
+from sim_throughput import BENCH_PY, bench_full, bench_smax, fmt_load, smax_scenario, steady_rate
 
 from marl.envs.smac.threads import resolve_threads
 
@@ -47,10 +47,6 @@ def bench_rows(name: str, n_envs: int, seconds: float) -> dict:
 SMACV2_OUT = "sim_throughput_smacv2.md"
 
 
-def _fmt_load(load: tuple[float, float, float]) -> str:
-    return " / ".join(f"{x:.2f}" for x in load)
-
-
 def smacv2_main(maps: list[str], n_envs: list[int], seconds: float, threads: int, out: str | Path) -> None:
     """Time SMACv2 scenarios (batched, 1 thread, per-row) and SMAX's same-size scenario; write ``out``."""
     load_start, rows = os.getloadavg(), []
@@ -75,7 +71,7 @@ def smacv2_main(maps: list[str], n_envs: list[int], seconds: float, threads: int
         f"- peer versions ({BENCH_PY.parent.parent.name}): {versions}",
         f"- nproc: {os.cpu_count()}; timed {seconds}s per cell and side; random available actions; ended "
         "envs reset (ours draw a new team and start positions at every reset)",
-        f"- load average (1/5/15 min) before: {_fmt_load(load_start)}; after: {_fmt_load(os.getloadavg())}",
+        f"- load average (1/5/15 min) before: {fmt_load(load_start)}; after: {fmt_load(os.getloadavg())}",
         "- **batched** = `BatchedSMACv2Env.step` (engine + SMACv2's obs with EPO, state, avail, reward, "
         f"end) on `threads={threads}` ({resolve_threads(threads)} threads); **1t** = one thread; "
         "**per-row** = one `SMACv2Env` per env stepped in turn (the trainer's path before the batched one)",
