@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from marl.envs.smac.batched_env import BatchedStarCraft2Env
+from marl.envs.smac.fused import FusedPlan
 from marl.envs.smac.sim.avail import sample_available
 
 
@@ -32,6 +33,21 @@ def _assert_same_env(fast: BatchedStarCraft2Env, ref: BatchedStarCraft2Env) -> N
     assert fast.get_stats() == ref.get_stats()
 
 
+@pytest.fixture
+def poisoned_fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The full step's uninitialised arrays (``FusedPlan.fresh``) filled with what no step writes (NaN, -1,
+    True), so that any row or output the compiled step leaves unwritten differs from the reference."""
+    real = FusedPlan.fresh
+
+    def fresh(self: FusedPlan) -> tuple:
+        avail, obs, state, out = real(self)
+        for x in (avail, obs, state, *out):
+            x.fill(True if x.dtype == bool else np.nan if x.dtype.kind == "f" else -1)
+        return avail, obs, state, out
+
+    monkeypatch.setattr(FusedPlan, "fresh", fresh)
+
+
 # a marine map on one and two threads, a Medivac map (healing, the MMM end rule), shields with sparse
 # rewards, terrain with every optional feature, and short timeouts with continuing episodes
 @pytest.mark.parametrize(("map_name", "n_envs", "threads", "flags", "limit"), [
@@ -43,6 +59,7 @@ def _assert_same_env(fast: BatchedStarCraft2Env, ref: BatchedStarCraft2Env) -> N
                         "obs_instead_of_state": True}, None),
     ("3m", 3, 1, {"continuing_episode": True}, 12),
 ])  # fmt: skip
+@pytest.mark.usefixtures("poisoned_fresh")
 def test_fused_step_equals_the_reference(map_name, n_envs, threads, flags, limit) -> None:
     """Same reward, end, info, observations, state, available actions, engine state and counters at every
     step, with full and masked steps and resets of ended envs."""

@@ -302,11 +302,13 @@ def reward_end_kernel(
     neg_scale,
     reward,
     code,
-    n_dead,
+    dead_allies,
+    dead_enemies,
 ):
-    """SMAC's dense reward (before the end bonus), end code and dead counts of E envs, updating the death
-    tracker ``dead`` (E, U) in place; the compiled twin of ``batch_reward`` + ``batch_end_code`` (damage
-    summed unit by unit, so it may differ from NumPy's pairwise sums in the last bit)."""
+    """SMAC's dense reward (before the end bonus), end code and dead counts of E envs (added to
+    ``dead_allies``/``dead_enemies``, each (E,)), updating the death tracker ``dead`` (E, U) in place; the
+    compiled twin of ``batch_reward`` + ``batch_end_code`` (damage summed unit by unit, so it may differ from
+    NumPy's pairwise sums in the last bit)."""
     E, U = health.shape[0], health.shape[1]
     for e in range(E):
         dmg_a = dmg_e = 0.0
@@ -330,11 +332,11 @@ def reward_end_kernel(
             if k < n:
                 alive_a += not now_dead
                 fighter_a += (not now_dead) and not ally_medivac[k]
-                n_dead[e, 0] += now_dead
+                dead_allies[e] += now_dead
             else:
                 alive_e += not now_dead
                 fighter_e += (not now_dead) and not enemy_medivac[k - n]
-                n_dead[e, 1] += now_dead
+                dead_enemies[e] += now_dead
         if sparse:
             reward[e] = 0.0
         elif only_positive:

@@ -145,7 +145,7 @@ class SmacFeatures(NumpyFeatures):
 
         o, E, f64 = self.opts, cur.n_envs, np.float64
         reward, code = np.empty(E), np.empty(E, dtype=np.int64)
-        n_dead = np.zeros((E, 2), dtype=np.int64)
+        dead_a, dead_e = np.zeros(E, dtype=np.int64), np.zeros(E, dtype=np.int64)
         reward_end_kernel(
             self.n_agents,
             prev.health.astype(f64, copy=False),
@@ -163,9 +163,10 @@ class SmacFeatures(NumpyFeatures):
             o.reward_negative_scale,
             reward,
             code,
-            n_dead,
+            dead_a,
+            dead_e,
         )
-        return reward, code, n_dead[:, 0], n_dead[:, 1]
+        return reward, code, dead_a, dead_e
 
     def batch_heuristic(
         self, u: Units, targets: list[list[int | None]], avail: np.ndarray, rest: bool, geo: Geometry

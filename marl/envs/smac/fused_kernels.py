@@ -59,7 +59,7 @@ def step_env(e, actions, eng, S, rng, work, ep, rules, view, out):
     na = eng[0]
     steps, last_action, dead, running, battles_won, battles_game, timeouts = ep
     end_reward, sparse, divisor, episode_limit, continuing = rules[0], rules[1], rules[2], rules[3], rules[4]
-    reward, term, won, n_dead, limit = out
+    reward, term, won, dead_allies, dead_enemies, limit = out
     buf, idx, perm, prev, code, tmp = work
     n_act = last_action.shape[2]
     for i in range(na):
@@ -70,10 +70,11 @@ def step_env(e, actions, eng, S, rng, work, ep, rules, view, out):
         prev[1, k] = S[e, k, S_SH]
     _step_env(e, actions, *eng, S, rng, buf, idx, perm)
     r = slice(e, e + 1)
-    n_dead[e] = 0
+    dead_allies[e] = 0
+    dead_enemies[e] = 0
     reward_end_kernel(
         na, prev[0:1], prev[1:2], S[r, :, S_HP], S[r, :, S_SH], dead[r], *rules[5:], reward[r], code,
-        n_dead[r],
+        dead_allies[r], dead_enemies[r],
     )  # fmt: skip
     c = code[0]
     steps[e] += 1

@@ -197,11 +197,12 @@ class V2Features:
         ``cur`` and the death tracker ``dead``, updated in place, hold just those rows)."""
         o, E, f64 = self.opts, cur.n_envs, np.float64
         reward, code = np.empty(E), np.empty(E, dtype=np.int64)
-        n_dead = np.zeros((E, 2), dtype=np.int64)
+        dead_a, dead_e = np.zeros(E, dtype=np.int64), np.zeros(E, dtype=np.int64)
         v2_reward_end_kernel(
             self.n_agents, prev.health.astype(f64, copy=False), prev.shield.astype(f64, copy=False),
             cur.health.astype(f64, copy=False), cur.shield.astype(f64, copy=False), dead,
             self._heals, self.medivac[rows], self.enemy_medivac[rows], o.reward_sparse,
-            o.reward_only_positive, o.reward_death_value, o.reward_negative_scale, reward, code, n_dead,
+            o.reward_only_positive, o.reward_death_value, o.reward_negative_scale, reward, code, dead_a,
+            dead_e,
         )  # fmt: skip
-        return reward, code, n_dead[:, 0], n_dead[:, 1]
+        return reward, code, dead_a, dead_e

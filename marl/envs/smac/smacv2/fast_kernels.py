@@ -285,7 +285,7 @@ def v2_observe_kernel_parallel(active, n, per_env, shared, true_avail, avail, ob
 @njit(cache=True)
 def v2_reward_end_kernel(
     n, prev_health, prev_shield, health, shield, dead, mmm, ally_medivac, enemy_medivac, sparse,
-    only_positive, death_value, neg_scale, reward, code, n_dead,
+    only_positive, death_value, neg_scale, reward, code, dead_allies, dead_enemies,
 ):  # fmt: skip
     """SMAC's reward/end kernel (:func:`reward_end_kernel`, SMACv2's clip at zero) env by env, each with its
     own Medivac masks ``ally_medivac`` (E, n) / ``enemy_medivac`` (E, m)."""
@@ -293,5 +293,6 @@ def v2_reward_end_kernel(
         reward_end_kernel(
             n, prev_health[e : e + 1], prev_shield[e : e + 1], health[e : e + 1], shield[e : e + 1],
             dead[e : e + 1], mmm, ally_medivac[e], enemy_medivac[e], sparse, only_positive, True,
-            death_value, neg_scale, reward[e : e + 1], code[e : e + 1], n_dead[e : e + 1],
+            death_value, neg_scale, reward[e : e + 1], code[e : e + 1],
+            dead_allies[e : e + 1], dead_enemies[e : e + 1],
         )  # fmt: skip
