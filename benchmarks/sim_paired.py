@@ -64,10 +64,10 @@ class SmaxServer:
 
     @classmethod
     def smax(cls, scenario: str, n_envs: int) -> SmaxServer:
-        """The worker of ``sim_throughput.py`` in ``.venv-bench`` for one SMAX scenario."""
+        """``smax_worker.py`` in ``.venv-bench`` for one SMAX scenario."""
         if not BENCH_PY.exists():
             raise SystemExit(f"{BENCH_PY} is missing: `make bench-env` builds the peer's venv")
-        return cls([str(BENCH_PY), "-c", SMAX_WORKER, scenario, str(n_envs), "serve"])
+        return cls([str(BENCH_PY), str(SMAX_WORKER), scenario, str(n_envs), "serve"])
 
     def _read(self) -> dict:
         """The worker's next JSON line (lines the imports print are skipped)."""

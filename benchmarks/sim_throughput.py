@@ -6,19 +6,19 @@ One "env step" = one agent step of one env (8 game loops for us, 8 world ticks f
 stepped once count 64.  Both sides choose uniformly random *available* actions each step and reset
 finished envs.
 
-Ours, headline ("full env step", like-for-like with SMAX's step): ``BatchedStarCraft2Env.step`` — the
-Numba engine plus everything the agents consume, computed for every env every step: per-agent
-observations, global state, available actions, reward and episode end (``features.py``, NumPy,
-vectorised over envs) — plus drawing the random available actions and resetting finished envs.
-Secondary ("engine only"): ``BatchedSimEngine`` with the engine's own Numba availability rule, no
-obs/state/reward.  SMAX: ``HeuristicEnemySMAX`` with the scenario of the same name, whose jitted
-``step`` includes obs, reward and auto-reset; one jitted call samples actions and steps (``vmap`` over
-envs).  SMAX runs in a subprocess of the separate venv ``.venv-bench`` (``make bench-env`` builds it:
-``pip install jaxmarl`` in a venv of its own) because jax needs numpy 2.  The "SMAX scan" column rolls 100
-steps inside one jitted ``lax.scan`` (JaxMARL's favoured use, no Python per step); the ratios are taken
-against the per-step column unless named "scan".  Each side's timed seconds follow the same untimed warm-up
-(``steady_rate``; the worker's ``rate``).  The machine's load average is recorded before and
-after every cell: a shared machine depresses and scatters every number.
+Ours, headline ("full env step", like-for-like with SMAX's step): ``BatchedStarCraft2Env.step`` — the Numba
+engine plus everything the agents consume, computed for every env every step: per-agent observations, global
+state, available actions, reward and episode end (one compiled call a step, ``marl/envs/smac/fused.py``) —
+plus drawing the random available actions and resetting finished envs. Secondary ("engine only"):
+``BatchedSimEngine`` with the engine's own Numba availability rule, no obs/state/reward. SMAX:
+``HeuristicEnemySMAX`` with the scenario of the same name, whose jitted ``step`` includes obs, reward and
+auto-reset; one jitted call samples actions and steps (``vmap`` over envs). SMAX runs in ``smax_worker.py``, a
+subprocess of the separate venv ``.venv-bench`` (``make bench-env`` builds it: ``pip install jaxmarl`` in a
+venv of its own) because jax needs numpy 2. The "SMAX scan" column rolls 100 steps inside one jitted
+``lax.scan`` (JaxMARL's favoured use, no Python per step); the ratios are taken against the per-step column
+unless named "scan". Each side's timed seconds follow the same untimed warm-up (``steady_rate``; the worker's
+``rate``). The machine's load average is recorded before and after every cell: a shared machine depresses and
+scatters every number.
 
     .venv/bin/python benchmarks/sim_throughput.py --smacv2   # results/sim_throughput_smacv2.md
 
@@ -50,62 +50,7 @@ BENCH_PY = ROOT / ".venv-bench" / "bin" / "python"
 MAPS = ("3m", "8m", "27m_vs_30m")
 N_ENVS = (1, 64)
 
-SMAX_WORKER = r"""
-import json, sys, time
-import jax, jax.numpy as jnp
-from jaxmarl import make
-from jaxmarl.environments.smax import map_name_to_scenario
-name, n_envs = sys.argv[1], int(sys.argv[2])
-env = make("HeuristicEnemySMAX", scenario=map_name_to_scenario(name))
-def one(key, state):
-    key, k1, k2 = jax.random.split(key, 3)
-    avail = env.get_avail_actions(state)
-    keys = jax.random.split(k1, env.num_agents)
-    acts = {a: jax.random.categorical(keys[i], jnp.log(avail[a].astype(jnp.float32)))
-            for i, a in enumerate(env.agents)}
-    _, state, _, _, _ = env.step(k2, state, acts)
-    return key, state
-def init(key):
-    return env.reset(key)[1]
-keys = jax.random.split(jax.random.PRNGKey(0), n_envs)
-t0 = time.perf_counter()
-state = jax.jit(jax.vmap(init))(keys)
-step = jax.jit(jax.vmap(one))
-for _ in range(3):  # the first calls may recompile (weak types)
-    keys, state = step(keys, state)
-jax.block_until_ready(state)
-compile_s = time.perf_counter() - t0  # the step's (as every run before); the scan compiles next
-def roll(keys, state):
-    def body(c, _):
-        return jax.vmap(one)(*c), None
-    return jax.lax.scan(body, (keys, state), None, length=100)[0]
-roll = jax.jit(roll)
-carry = {"step": (keys, state), "scan": roll(*roll(keys, state))}
-jax.block_until_ready(carry["scan"])
-fns, per_call = {"step": step, "scan": roll}, {"step": n_envs, "scan": 100 * n_envs}
-def rate(kind, secs):
-    # env steps a second of `kind` over `secs`, after an untimed warm-up of a quarter (at most 1 s), as ours
-    fn, c = fns[kind], carry[kind]
-    for s in (min(1.0, secs / 4), secs):
-        n, t0 = 0, time.perf_counter()
-        while time.perf_counter() - t0 < s:
-            c = fn(*c); n += 1
-            if kind == "scan":  # else XLA queues dozens of 100-step calls ahead: a window of minutes
-                jax.block_until_ready(c)
-        jax.block_until_ready(c)
-    carry[kind] = c
-    return n * per_call[kind] / (time.perf_counter() - t0)
-import importlib.metadata as md
-head = {"compile_s": compile_s, "jax": jax.__version__, "jaxmarl": md.version("jaxmarl")}
-if sys.argv[3] == "serve":  # paired timing: one line "<step|scan> <seconds>" in, one rate out
-    print(json.dumps(head), flush=True)
-    for line in sys.stdin:
-        kind, secs = line.split()
-        print(json.dumps({"sps": rate(kind, float(secs))}), flush=True)
-else:
-    secs = float(sys.argv[3])
-    print(json.dumps({"sps": rate("step", secs), "scan_sps": rate("scan", secs), **head}))
-"""
+SMAX_WORKER = ROOT / "benchmarks" / "smax_worker.py"  # runs in .venv-bench (jax needs numpy 2)
 
 
 def fmt_load(load: Sequence[float]) -> str:
@@ -262,7 +207,7 @@ def bench_smax(name: str, n_envs: int, seconds: float) -> dict | None:
         return None
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     out = subprocess.run(
-        [str(BENCH_PY), "-c", SMAX_WORKER, smax_scenario(name), str(n_envs), str(seconds)],
+        [str(BENCH_PY), str(SMAX_WORKER), smax_scenario(name), str(n_envs), str(seconds)],
         capture_output=True,
         text=True,
         env=env,
