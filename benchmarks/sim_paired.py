@@ -31,6 +31,7 @@ from sim_throughput import (
     BENCH_PY,
     MAPS,
     N_ENVS,
+    ROOT,
     SMAX_WORKER,
     fmt_load,
     full_stepper,
@@ -41,7 +42,6 @@ from sim_throughput import (
 from marl.envs.smac.threads import resolve_threads
 from marl.provenance import cpu_model
 
-ROOT = Path(__file__).resolve().parents[1]
 SIDES = ("full", "rollout", "smax_step", "smax_scan")
 RATIOS = (("full", "smax_step"), ("full", "smax_scan"), ("rollout", "smax_scan"))
 

@@ -8,8 +8,8 @@ import pickle
 import numpy as np
 import pytest
 
+from marl.envs.smac import fused
 from marl.envs.smac.batched_env import BatchedStarCraft2Env
-from marl.envs.smac.fused import FusedPlan
 from marl.envs.smac.sim.avail import sample_available
 
 
@@ -35,17 +35,23 @@ def _assert_same_env(fast: BatchedStarCraft2Env, ref: BatchedStarCraft2Env) -> N
 
 @pytest.fixture
 def poisoned_fresh(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The full step's uninitialised arrays (``FusedPlan.fresh``) filled with what no step writes (NaN, -1,
-    True), so that any row or output the compiled step leaves unwritten differs from the reference."""
-    real = FusedPlan.fresh
+    """A full step's uninitialised arrays (``FusedPlan.fresh_views``, ``step_outputs`` with ``np.empty``)
+    filled with what no step writes (NaN, -1, True), so that any row or output the compiled step leaves
+    unwritten differs from the reference."""
 
-    def fresh(self: FusedPlan) -> tuple:
-        avail, obs, state, out = real(self)
-        for x in (avail, obs, state, *out):
+    def poison(*arrays: np.ndarray) -> tuple:
+        for x in arrays:
             x.fill(True if x.dtype == bool else np.nan if x.dtype.kind == "f" else -1)
-        return avail, obs, state, out
+        return arrays
 
-    monkeypatch.setattr(FusedPlan, "fresh", fresh)
+    views, outputs = fused.FusedPlan.fresh_views, fused.step_outputs
+
+    def poisoned_outputs(n_envs: int, alloc=np.zeros) -> tuple:
+        out = outputs(n_envs, alloc)
+        return poison(*out) if alloc is np.empty else out  # zeroed outputs are what a masked step reads
+
+    monkeypatch.setattr(fused.FusedPlan, "fresh_views", lambda self: poison(*views(self)))
+    monkeypatch.setattr(fused, "step_outputs", poisoned_outputs)
 
 
 # a marine map on one and two threads, a Medivac map (healing, the MMM end rule), shields with sparse

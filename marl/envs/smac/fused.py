@@ -35,6 +35,7 @@ and the call in :func:`fused_step`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -105,20 +106,18 @@ class FusedPlan(NamedTuple):
     no_state: np.ndarray | None  # (E, 0) with ``obs_instead_of_state``: the kernel writes no state columns
     threads: int  # threads of a step (the engine's, at most one per env)
     packed: PackedPlan  # the groups above as one compiled object
-    layout: tuple  # (shape, dtype) of avail, obs and state, then n_envs: what :meth:`fresh` allocates
+    layout: tuple  # (shape, dtype) of avail, obs and state: what :meth:`fresh_views` allocates
 
     def view(self, avail: np.ndarray, obs: np.ndarray, state: np.ndarray) -> tuple:
         """``view`` of ``fused_kernels.step_env``, writing into ``avail``, ``obs`` and ``state``."""
         return (self.hmax, avail, obs, state, *self.kernel)
 
-    def fresh(self) -> tuple:
-        """New (avail, obs, state) and ``out`` arrays for a call that writes every env's row, uninitialised
-        (with ``obs_instead_of_state`` the plan's empty state)."""
-        (sa, da), (so, do), (ss, ds), E = self.layout
+    def fresh_views(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """New (avail, obs, state), uninitialised, for a call that rewrites every env's row (with
+        ``obs_instead_of_state`` the plan's empty state, which :func:`adopt` replaces)."""
+        (sa, da), (so, do), (ss, ds) = self.layout
         state = self.no_state if self.no_state is not None else np.empty(ss, ds)
-        b, i = _BOOL, _INT64
-        out = (np.empty(E), np.empty(E, b), np.empty(E, b), np.empty(E, i), np.empty(E, i), np.empty(E, b))
-        return np.empty(sa, da), np.empty(so, do), state, out
+        return np.empty(sa, da), np.empty(so, do), state
 
 
 def fused_reset(env: Any, mask: np.ndarray) -> None:
@@ -134,13 +133,9 @@ def view_arrays(env: Any, plan: FusedPlan, fresh: bool) -> tuple[np.ndarray, np.
     """(avail, obs, state) to write: new ones when every env is rewritten (as the reference path gives),
     else the env's own, whose rewritten rows change; with ``obs_instead_of_state`` the plan's empty state
     (:func:`adopt` copies the observations)."""
-    if plan.no_state is not None:
-        if fresh:
-            return np.empty_like(env._avail), np.empty_like(env._obs), plan.no_state
-        return env._avail, env._obs, plan.no_state
     if fresh:
-        return np.empty_like(env._avail), np.empty_like(env._obs), np.empty_like(env._state)
-    return env._avail, env._obs, env._state
+        return plan.fresh_views()
+    return env._avail, env._obs, env._state if plan.no_state is None else plan.no_state
 
 
 def adopt(env: Any, avail: np.ndarray, obs: np.ndarray, state: np.ndarray) -> None:
@@ -159,8 +154,9 @@ def fused_step(
     or an unavailable action, raises the reference path's error before anything changes.
 
     At one env this Python is most of the step (3m on the AMD EPYC: about 8 µs of compiled work in a step
-    of about 20 µs), so a full step takes its arrays from :meth:`FusedPlan.fresh`, uninitialised: the call
-    writes every row (``tests/test_smac_fused.py`` fills them with poison to hold it to that)."""
+    of about 20 µs), so a full step takes its arrays uninitialised (:meth:`FusedPlan.fresh_views`,
+    :func:`step_outputs` with ``np.empty``): the call writes every row (``tests/test_smac_fused.py`` fills
+    them with poison to hold it to that)."""
     a = actions_EN
     if a.dtype is not _INT64 or not a.flags.c_contiguous:
         if a.dtype.kind not in "iu":  # the reference's order: not running, then dtype and range
@@ -169,12 +165,10 @@ def fused_step(
             env._check_actions(a[rows], rows)
         a = np.ascontiguousarray(a, dtype=np.int64)
     plan = env._plan()
-    if mask is None:
-        avail, obs, state, out = plan.fresh()
-        mask = env._all_envs
-    else:  # the envs not stepped keep their rows, and read 0 / False in the outputs
-        avail, obs, state = view_arrays(env, plan, fresh=False)
-        out = step_outputs(env.n_envs)
+    full = mask is None  # else the envs not stepped keep their rows, and read 0 / False in the outputs
+    avail, obs, state = view_arrays(env, plan, fresh=full)
+    out = step_outputs(env.n_envs, np.empty if full else np.zeros)
+    mask = env._all_envs if full else mask
     if plan.threads > 1:
         view = plan.view(avail, obs, state)
         args = (mask, a, env._avail, plan.eng, plan.S, plan.rng, plan.ep, plan.rules, view, out)
@@ -192,17 +186,11 @@ def fused_step(
     return reward, term, info
 
 
-def step_outputs(n_envs: int) -> tuple:
-    """``out`` of ``fused_kernels.step_env`` for ``n_envs`` envs, zeroed (what an env not stepped reads)."""
-    E = n_envs
-    return (
-        np.zeros(E),
-        np.zeros(E, dtype=np.bool_),
-        np.zeros(E, dtype=np.bool_),
-        np.zeros(E, dtype=np.int64),
-        np.zeros(E, dtype=np.int64),
-        np.zeros(E, dtype=np.bool_),
-    )
+def step_outputs(n_envs: int, alloc: Callable = np.zeros) -> tuple:
+    """``out`` of ``fused_kernels.step_env`` for ``n_envs`` envs: zeroed (what an env not stepped reads), or
+    with ``alloc=np.empty`` uninitialised, for a call that writes every env's row."""
+    E, b, i = n_envs, _BOOL, _INT64
+    return alloc(E), alloc(E, b), alloc(E, b), alloc(E, i), alloc(E, i), alloc(E, b)
 
 
 def fused_plan(env: Any) -> FusedPlan:
@@ -250,6 +238,6 @@ def fused_plan(env: Any) -> FusedPlan:
     }
     no_state = np.zeros((env.n_envs, 0), np.float32) if o.obs_instead_of_state else None
     packed = pack_plan(*(groups[k] for k in _PACKED_FIELDS))
-    layout = tuple((x.shape, x.dtype) for x in (env._avail, env._obs, env._state)) + (env.n_envs,)
+    layout = tuple((x.shape, x.dtype) for x in (env._avail, env._obs, env._state))
     threads = min(eng.threads, env.n_envs)
     return FusedPlan(**groups, no_state=no_state, threads=threads, packed=packed, layout=layout)
