@@ -262,3 +262,35 @@ def test_every_learner_field_is_read_by_its_learner() -> None:
         unread = [f.name for f in dataclasses.fields(family) if f.name != "name" and f".{f.name}" not in text]
         assert not unread, (family.__name__, unread)
     assert LEARNER_CONFIGS["q_learner"] is QLearnerConfig
+
+
+@pytest.mark.parametrize(
+    ("alg", "mixer"), [("qmix_smac_paper", "qmix"), ("vdn_smac_paper", "vdn"), ("iql_smac_paper", "none")]
+)
+def test_smac_paper_presets_are_pymarls_paper_settings(alg: str, mixer: str) -> None:
+    # oxwhirl/pymarl a8f171b: RMSprop 5e-4 (alpha 0.99, eps 1e-5), 32 episodes from a 5000-episode buffer,
+    # one-step double-Q targets, target copy every 200 episodes, eps 1 -> 0.05 over 50k steps, one env, 32
+    # greedy test episodes every 10k steps; the same on every map (the 6h_vs_8z preset is pymarl2's)
+    for map_name in ("3m", "6h_vs_8z", "3s5z_vs_3s6z"):
+        c = load_config(alg, map_name=map_name)
+        lc = c.learner
+        assert (lc.optimizer, lc.lr, lc.optim_alpha, lc.optim_eps) == ("rmsprop", 5e-4, 0.99, 1e-5)
+        assert (lc.batch_size, lc.buffer_size, lc.td_lambda, lc.double_q) == (32, 5000, 0.0, True)
+        assert (lc.target_update_interval, lc.grad_norm_clip, lc.gamma) == (200, 10.0, 0.99)
+        assert (c.exploration.epsilon_start, c.exploration.epsilon_finish) == (1.0, 0.05)
+        assert c.exploration.epsilon_anneal_time == 50_000
+        assert (c.runner.name, c.runner.batch_size_run) == ("episode", 1)
+        assert (c.log.test_interval, c.log.test_nepisode, c.t_max) == (10_000, 32, 2_050_000)
+        assert (c.agent.hidden_dim, c.agent.obs_last_action, c.agent.obs_agent_id) == (64, True, True)
+        assert c.mixer.name == mixer and c.env.map_name == map_name
+    q = load_config("qmix_smac_paper").mixer
+    assert (q.embed_dim, q.hypernet_layers, q.hypernet_dim) == (32, 2, 64)
+
+
+def test_alg_file_may_leave_map_presets_out(cfg_dir: Path) -> None:
+    (cfg_dir / "algs" / "plain.yaml").write_text("map_presets: false\nlearner: {lr: 0.1}\n")
+    (cfg_dir / "maps" / "m.yaml").write_text("learner: {lr: 0.5}\n")
+    assert load_config("plain", map_name="m", config_dir=cfg_dir).learner.lr == 0.1
+    (cfg_dir / "algs" / "bad.yaml").write_text("map_presets: sometimes\n")
+    with pytest.raises(ConfigError, match="map_presets must be true or false"):
+        load_config("bad", map_name="m", config_dir=cfg_dir)

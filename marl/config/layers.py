@@ -46,6 +46,9 @@ from marl.config.schema import ALG_SECTIONS, LEARNER_CONFIGS, Config, learner_co
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 MAP_ALG_SECTION = "by_alg"  # in configs/maps/<map>.yaml: settings that apply to one algorithm only
 ALG_ENV_SECTION = "by_env"  # in configs/algs/<alg>.yaml: settings that apply in one environment only
+# in configs/algs/<alg>.yaml: ``map_presets: false`` leaves configs/maps/<map>.yaml out (a published
+# configuration that ran the same settings on every map, e.g. the SMAC paper's presets)
+ALG_MAP_PRESETS = "map_presets"
 
 
 # ----------------------------------------------------------------------------------------- the layers
@@ -230,7 +233,8 @@ def load_config(
 
     ``alg`` picks ``configs/algs/<alg>.yaml``; ``env`` picks ``configs/envs/<env>.yaml`` (default: the
     ``env.name`` that the command line, the alg file or default.yaml give, in that order); ``map_name``
-    picks the optional preset ``configs/maps/<map>.yaml``; ``overrides`` are ``key=value`` strings.
+    picks the optional preset ``configs/maps/<map>.yaml`` (unless the alg file says ``map_presets: false``);
+    ``overrides`` are ``key=value`` strings.
     ``base`` (a saved run's config dict, for ``--resume``) replaces the YAML layers entirely.
     A Gymnasium id given as ``env`` (``--env CartPole-v1``) means ``env="gym", map_name=<id>``.
     """
@@ -256,6 +260,9 @@ def load_config(
         assert alg_path is not None
         alg_data = _read_yaml(alg_path)
         per_env = _pop_section(alg_data, ALG_ENV_SECTION, alg_path)
+        map_presets = alg_data.pop(ALG_MAP_PRESETS, True)
+        if not isinstance(map_presets, bool):
+            raise ConfigError(f"{alg_path}: {ALG_MAP_PRESETS} must be true or false, not {map_presets!r}")
         env_name = env or cli_env or _nested(alg_data, "env", "name") or _nested(default, "env", "name")
         env_name = env_name or layers.values["env.name"]
         env_path = _layer_file(config_dir, "envs", str(env_name), required=True)
@@ -268,7 +275,7 @@ def load_config(
         layers.set("alg", alg, str(alg_path))
         layers.set("env.name", env_name, "env selection")
         chosen_map = map_name or cli_map or layers.values["env.map_name"]
-        map_path = _layer_file(config_dir, "maps", str(chosen_map), required=False)
+        map_path = _layer_file(config_dir, "maps", str(chosen_map), required=False) if map_presets else None
         if map_path is not None:
             preset = _read_yaml(map_path)
             per_alg = _pop_section(preset, MAP_ALG_SECTION, map_path)
