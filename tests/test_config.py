@@ -287,6 +287,23 @@ def test_smac_paper_presets_are_pymarls_paper_settings(alg: str, mixer: str) -> 
     assert (q.embed_dim, q.hypernet_layers, q.hypernet_dim) == (32, 2, 64)
 
 
+def test_coma_smac_paper_preset_is_pymarls_coma() -> None:
+    # pymarl a8f171b coma.yaml: 8 envs, 8 fresh episodes, RMSprop 5e-4, TD(0.8), target every 200 critic
+    # steps, eps floor 0.5 -> 0.01 over 100k, state without last actions (the critic adds them)
+    c = load_config("coma_smac_paper", map_name="6h_vs_8z")
+    lc = c.learner
+    assert (lc.name, lc.optimizer, lc.lr, lc.td_lambda, lc.target_update_interval) == (
+        "coma",
+        "rmsprop",
+        5e-4,
+        0.8,
+        200,
+    )
+    assert (lc.batch_size, c.runner.batch_size_run, lc.entropy_coef) == (8, 8, 0.0)
+    assert (c.exploration.epsilon_start, c.exploration.epsilon_finish) == (0.5, 0.01)
+    assert c.exploration.epsilon_anneal_time == 100_000 and c.env.args["state_last_action"] is False
+
+
 def test_alg_file_may_leave_map_presets_out(cfg_dir: Path) -> None:
     (cfg_dir / "algs" / "plain.yaml").write_text("map_presets: false\nlearner: {lr: 0.1}\n")
     (cfg_dir / "maps" / "m.yaml").write_text("learner: {lr: 0.5}\n")
