@@ -16,6 +16,7 @@ from marl.envs.smac.sim.units import (
     AIR,
     AMOVE,
     ATTACK,
+    COLLIDE,
     CONTACT,
     HEAL,
     IDLE,
@@ -105,7 +106,8 @@ def _give_way(e, k, nx, ny, over, mine, theirs, props, utype, grid, S, rng, buf,
 @engine_jit
 def _push(e, props, utype, grid, S, rng, buf, idx):
     """Separate the living ground units of env ``e`` that touch: the lower :func:`_push_class` takes the
-    whole overlap, units of one class half each, two structures stay (:func:`_give_way`).
+    whole overlap, units of one class half each, two structures stay (:func:`_give_way`); units with no
+    collision class in common (``units.COLLIDE``: a colossus and any other ground unit) do not touch.
 
     D (``benchmarks/recorded_movement.py``): the game's allies firing in a walking ally's way moved in 2 %
     of those steps and stopped ones in all of them; the walker went round, losing 3.8 loops of its step on
@@ -138,6 +140,8 @@ def _push(e, props, utype, grid, S, rng, buf, idx):
             cp, cq = buf[p, 3], buf[q, 3]
             if cp == STRUCTURE and cq == STRUCTURE:
                 continue
+            if int(props[utype[idx[p]], COLLIDE]) & int(props[utype[idx[q]], COLLIDE]) == 0:
+                continue  # no collision class in common: a colossus over a zergling
             if d < 1e-6:
                 ang = 2.0 * math.pi * rand_uniform(rng, e)
                 dx, dy, d = math.cos(ang), math.sin(ang), 1.0

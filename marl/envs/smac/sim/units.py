@@ -51,7 +51,8 @@ Approximations (documented choices):
   hostile ground unit whose edge is within 0.15 of a 2.5-long beam centred on the target, perpendicular to
   the line of fire, takes the hits (the sweeps search radius 0.15 around 11 points from -1.25 to +1.25;
   the beam's orientation is ours).  The colossus ignores the pathing grid (it walks over cliffs) but
-  stays on the map.
+  stays on the map, and touches no ground unit but another colossus (``COLLIDE``: its collision classes,
+  X and R, share none with theirs).
 * Spine crawler: immobile structure (speed 0, never pushed).
 """
 
@@ -93,8 +94,9 @@ LIGHT, ARMORED, BIO, MECH, MASSIVE, STRUCTURE = 1, 2, 4, 8, 16, 32
     MSL_MAX_SPEED,
     BURST_GAP,
     EFFECT_DELAY,
-) = range(27)
-N_PROPS = 27
+    COLLIDE,
+) = range(28)
+N_PROPS = 28
 
 # columns of the per-env state array S[env, unit, column] (all float64; ids/kinds stored as floats);
 # S_HT: the unit a Medivac healed in the previous loop (-1: no heal running), for the 5-energy start rule;
@@ -110,6 +112,13 @@ N_STATE = 18
 
 # order kinds (column S_OK; what each does: kernel)
 IDLE, MOVE, ATTACK, HEAL, AMOVE = 0, 1, 2, 3, 4
+
+# COLLIDE bits: the game's collision classes (UnitData ``Collide``); two ground units touch only when their
+# classes meet. X (Liberty UnitData, SC2 4.6.2) and R (each SMAC map's RL copies): every ground unit on SMAC's
+# maps collides as Ground (and ForceField, which no SMAC unit uses), the spine crawler as Ground and
+# Structure (and Burrow, RoachBurrow), the colossus only as Colossus, Structure and Flying: it stands over
+# the other ground units, which walk beneath it, and touches only colossi.
+C_GROUND, C_COLOSSUS, C_STRUCTURE, C_FLYING = 1, 2, 4, 8
 
 # SPLASH kinds
 SPLASH_NONE, SPLASH_LINE, SPLASH_EXPLODE = 0, 1, 2
@@ -177,6 +186,7 @@ _ROWS: dict[str, dict] = {
         speed=2.75,
         radius=0.75,
         air=1,
+        collide=C_FLYING,
         hits_ground=0,
         healer=1,
         acquire=MEDIVAC_AUTOCAST_RANGE,
@@ -228,6 +238,7 @@ _ROWS: dict[str, dict] = {
         splash=SPLASH_LINE,
         delay=6,
         cliff=1,
+        collide=C_COLOSSUS | C_STRUCTURE | C_FLYING,
         acquire=6,
     ),
     "hydralisk": dict(
@@ -285,6 +296,7 @@ _ROWS: dict[str, dict] = {
         speed=0.0,
         radius=0.875,
         zerg=1,
+        collide=C_GROUND | C_STRUCTURE,
         acquire=7,
     ),
 }
@@ -323,6 +335,7 @@ def _fill(props: np.ndarray, t: int, r: dict[str, float]) -> None:
     props[t, BURST_GAP] = r.get("burst", 0)  # loops: round(second period of the burst x 16); 0: hits at once
     if props[t, BURST_GAP] > 0 and (props[t, HITS] != 2 or vmax > 0 or r.get("splash", SPLASH_NONE)):
         raise ValueError("a burst (burst > 0) is modelled for two single-target hits without a missile")
+    props[t, COLLIDE] = r.get("collide", C_GROUND)
     props[t, EFFECT_DELAY] = r.get("delay", 0)  # loops: round(the sweeps' ExpireDelay x 16); 0: at once
     if props[t, EFFECT_DELAY] > 0 and (vmax > 0 or props[t, BURST_GAP] > 0):
         raise ValueError("a delayed effect (delay > 0) is modelled for weapons without a missile or a burst")

@@ -1,0 +1,56 @@
+"""Collision classes: the colossus stands over the other ground units (X: its ``Collide`` classes are
+Colossus, Structure and Flying; every other ground unit on SMAC's maps collides as Ground)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from marl.envs.smac.sim.engine import SimEngine
+from marl.envs.smac.sim.units import C_GROUND, COLLIDE, CONTACT, PROPS, S_X, S_Y, type_ids
+from marl.envs.smac.types import EnemyOrder, MapSpec, UnitGroup
+
+OPEN = np.ones((32, 32), dtype=bool)
+
+
+def _engine(allies):
+    spec = MapSpec(
+        "test", "P", "T", 100, 0, "colossus",
+        tuple(UnitGroup(*g) for g in allies), (UnitGroup("marine", 1, (30.0, 30.0)),),
+        EnemyOrder("none"), OPEN,
+    )  # fmt: skip
+    eng = SimEngine(spec, 0)
+    eng.reset()
+    return eng, eng._batch.S[0]
+
+
+def test_collision_classes_follow_the_game_data():
+    """Colossus: no class in common with the Ground units; the spine crawler collides as Ground too."""
+    col, ling, crawler, stalker = type_ids(("colossus", "zergling", "spine_crawler", "stalker"), enemy=True)
+    assert int(PROPS[col, COLLIDE]) & int(PROPS[ling, COLLIDE]) == 0
+    assert int(PROPS[col, COLLIDE]) & int(PROPS[col, COLLIDE]) != 0
+    assert int(PROPS[crawler, COLLIDE]) & int(PROPS[stalker, COLLIDE]) == C_GROUND
+
+
+def test_a_zergling_under_a_colossus_is_not_pushed():
+    eng, S = _engine([("colossus", 1, (10.0, 10.0)), ("zergling", 1, (14.0, 10.0))])
+    S[0, S_X], S[0, S_Y], S[1, S_X], S[1, S_Y] = 10.0, 10.0, 10.3, 10.0
+    tab = eng.step(np.array([1, 1]))  # both stop: 0.3 apart, well inside both radii (1.375)
+    assert np.linalg.norm(tab.allies.pos[0] - tab.allies.pos[1]) == pytest.approx(0.3)
+
+
+def test_two_colossi_touch():
+    eng, S = _engine([("colossus", 2, (10.0, 10.0))])
+    S[0, S_X], S[0, S_Y], S[1, S_X], S[1, S_Y] = 10.0, 10.0, 10.5, 10.0
+    tab = eng.step(np.array([1, 1]))
+    assert np.linalg.norm(tab.allies.pos[0] - tab.allies.pos[1]) == pytest.approx(CONTACT * 2.0)
+
+
+def test_a_zergling_walks_straight_through_a_colossus():
+    eng, S = _engine([("colossus", 1, (10.0, 10.0)), ("zergling", 1, (8.0, 10.0))])
+    S[0, S_X], S[0, S_Y], S[1, S_X], S[1, S_Y] = 10.0, 10.0, 8.0, 10.0
+    for _ in range(3):
+        tab = eng.step(np.array([1, 4]))  # the colossus stops, the zergling walks east through it
+    assert tab.allies.pos[1, 1] == pytest.approx(10.0)  # no slide round it
+    assert tab.allies.pos[1, 0] > 11.0
+    assert tuple(tab.allies.pos[0]) == (10.0, 10.0)
