@@ -17,6 +17,13 @@ never a module-level switch, so Numba's on-disk cache cannot serve a stale varia
 * ``R_THREAT_RANGE`` 1: among threats, those whose own weapon reaches this enemy now come first.
 * ``R_DELAY`` d > 0: after acquiring a new target an enemy walks on (attack-move) for d loops before it
   approaches and attacks it.
+* ``R_DEATH_BURST`` 1: a baneling (of either side) killed by a hit bursts as when it attacks, right after
+  the update of the unit whose hit (weapon, missile or burst) killed it; bursts that kill banelings chain.
+  Not a targeting rule but a sourced mechanic kept out of the default: X (Liberty BehaviorData
+  ``BanelingExplode``, a ``DeathResponse`` with chance 1 and effect ``VolatileBurst``, on the stock
+  Baneling and on SMAC's Baneling_RL, R) and L ("Baneling": they "perform their attack upon death"); on
+  bane_vs_bane it moves untrained greedy play far outside the game's T=0 figures (docs/fidelity.md,
+  "Calibration against the SMAC paper's runs"), so it waits for the mechanic that offsets it.
 
 Per-unit state lives in ``V`` (E, U, N_V) float64: the scan countdown (-1: not drawn yet) and the delay
 left; the shared clock is unit 0's scan countdown (an ally's, otherwise unused).  None of the timing and
@@ -46,16 +53,18 @@ from marl.envs.smac.sim.units import (
     S_OY,
     S_TGT,
     SPEED,
+    SPLASH,
+    SPLASH_EXPLODE,
 )
-from marl.envs.smac.sim.weapons import _attack
+from marl.envs.smac.sim.weapons import _attack, _burst
 
-R_SCAN, R_RANDOM, R_NO_RETALIATE, R_THREAT_RANGE, R_DELAY, R_SHARED = 0, 1, 2, 3, 4, 5
-N_RULES = 6
+R_SCAN, R_RANDOM, R_NO_RETALIATE, R_THREAT_RANGE, R_DELAY, R_SHARED, R_DEATH_BURST = 0, 1, 2, 3, 4, 5, 6
+N_RULES = 7
 V_SCAN, V_DELAY = 0, 1
 N_V = 2
 
 _KEYS = {"scan": R_SCAN, "random": R_RANDOM, "noretaliate": R_NO_RETALIATE, "threat_range": R_THREAT_RANGE}
-_KEYS.update(delay=R_DELAY, shared=R_SHARED)
+_KEYS.update(delay=R_DELAY, shared=R_SHARED, deathburst=R_DEATH_BURST)
 
 
 def parse_rules(text: str) -> np.ndarray:
@@ -167,6 +176,22 @@ def _enemy_act_rules(e, i, na, props, utype, grid, nav, S, rng, rules, V):
         step_toward(e, i, S[e, i, S_OX], S[e, i, S_OY], props[utype[i], SPEED], S, props, utype, grid, nav)
 
 
+@engine_jit
+def _death_bursts(e, i, na, props, utype, S, alive):
+    """``R_DEATH_BURST``: after unit ``i``'s update, the burst of every baneling that ``alive`` (its flags at
+    the last check) holds alive and that died meanwhile, except ``i`` itself (a baneling that attacked:
+    its attack removes the death burst first, X ``BanelingDontExplode``); repeated while bursts kill."""
+    again = True
+    while again:
+        again = False
+        for b in range(S.shape[1]):
+            if alive[b] and S[e, b, S_HP] <= 0.0:
+                alive[b] = False
+                if b != i and props[utype[b], SPLASH] == SPLASH_EXPLODE:
+                    _burst(e, b, na, props, utype, S)
+                    again = True
+
+
 @njit(cache=True)
 def sim_step_rules(actions, na, props, utype, grid, nav, enemy_order, S, rng, rules, V):
     """``stepper.sim_step`` with the enemies on :func:`_enemy_act_rules` (serial; same order of updates)."""
@@ -174,8 +199,12 @@ def sim_step_rules(actions, na, props, utype, grid, nav, enemy_order, S, rng, ru
     buf = np.empty((u, 4))
     idx = np.empty(u, dtype=np.int64)
     perm = np.empty(u, dtype=np.int64)
+    alive = np.empty(u, dtype=np.bool_)
+    bursts = rules[R_DEATH_BURST] > 0
     for e in range(S.shape[0]):
         _issue_orders(e, actions, na, props, utype, enemy_order, S)
+        for k in range(u):
+            alive[k] = S[e, k, S_HP] > 0.0
         for loop in range(LOOPS_PER_STEP):
             if rules[R_SHARED] > 0 and rules[R_SCAN] > 1:  # the env's scan clock: one tick per loop
                 V[e, 0, V_SCAN] = (
@@ -188,5 +217,7 @@ def sim_step_rules(actions, na, props, utype, grid, nav, enemy_order, S, rng, ru
                 i = perm[k]
                 if _update_unit(e, i, na, props, utype, grid, nav, S, rng, loop == LOOPS_PER_STEP - 1):
                     _enemy_act_rules(e, i, na, props, utype, grid, nav, S, rng, rules, V)
+                if bursts:
+                    _death_bursts(e, i, na, props, utype, S, alive)
             _push(e, props, utype, grid, S, rng, buf, idx)
         _settle_cooldowns(e, S)

@@ -48,6 +48,21 @@ from marl.envs.smac.sim.units import (
 
 
 @engine_jit
+def _burst(e, a, na, props, utype, S):
+    """Baneling ``a``'s ``VolatileBurstU``: every living hostile ground unit whose edge is within
+    ``BANE_SPLASH_RADIUS`` of its centre takes its hit (X: search filter Ground, excluding the caster's own
+    and allied units and structures)."""
+    lo, hi = (na, S.shape[1]) if a < na else (0, na)  # hostile index range
+    for k in range(lo, hi):
+        if (
+            S[e, k, S_HP] > 0.0
+            and props[utype[k], AIR] == 0
+            and dist(e, a, k, S) <= BANE_SPLASH_RADIUS + props[utype[k], RADIUS]
+        ):
+            apply_hit(e, a, k, props, utype, S)
+
+
+@engine_jit
 def _strike(e, a, t, na, props, utype, S):
     """``a``'s weapon effect on ``t``: the hits (with splash), or the baneling's burst; of a weapon whose two
     hits come one period apart (``BURST_GAP``, the zealot), the first hit, the second left to
@@ -56,13 +71,7 @@ def _strike(e, a, t, na, props, utype, S):
     lo, hi = (na, S.shape[1]) if a < na else (0, na)  # hostile index range
     kind = int(props[ua, SPLASH])
     if kind == SPLASH_EXPLODE:
-        for k in range(lo, hi):
-            if (
-                S[e, k, S_HP] > 0.0
-                and props[utype[k], AIR] == 0
-                and dist(e, a, k, S) <= BANE_SPLASH_RADIUS + props[utype[k], RADIUS]
-            ):
-                apply_hit(e, a, k, props, utype, S)
+        _burst(e, a, na, props, utype, S)
         S[e, a, S_HP] = 0.0  # the baneling is spent
         return
     for _ in range(int(props[ua, HITS])):
