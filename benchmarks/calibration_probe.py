@@ -18,7 +18,11 @@ bound on alternating fire, as ``two_stalker_probe.py``).
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import math
+import os
+import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -144,9 +148,14 @@ def main() -> None:
     ap.add_argument("--variants", nargs="+", default=["default"])
     ap.add_argument("--episodes", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="", help="append this run (header and table) to a markdown file")
     args = ap.parse_args()
-    print("| map | policy | variant | win % [95 %] | return | length | enemy HP+SH left |")
-    print("|---|---|---|---|---|---|---|")
+    t_start, load0 = time.time(), os.getloadavg()
+    rows = [
+        "| map | policy | variant | win % [95 %] | return | length | enemy HP+SH left |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    print("\n".join(rows))
     for m in args.maps:
         for pol in args.policies:
             if pol == "swap" and m != "2s_vs_1sc":
@@ -157,11 +166,25 @@ def main() -> None:
                 t0 = time.time()
                 r = play(m, pol, v, args.episodes, args.seed)
                 ci = f"{100 * r['win']:.0f} [{100 * r['lo']:.0f}, {100 * r['hi']:.0f}]"
-                print(
-                    f"| {m} | {pol} | {v} | {ci} | "
-                    f"{r['ret']:.1f} | {r['len']:.1f} | {r['left']:.0f} |  <!-- {time.time() - t0:.0f} s -->",
-                    flush=True,
+                rows.append(
+                    f"| {m} | {pol} | {v} | {ci} | {r['ret']:.1f} | {r['len']:.1f} | {r['left']:.0f} |"
                 )
+                print(rows[-1], f" <!-- {time.time() - t0:.0f} s -->", flush=True)
+    if args.out:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        )
+        head = [
+            f"## `.venv/bin/python benchmarks/calibration_probe.py {' '.join(sys.argv[1:])}`",
+            "",
+            f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; engine: commit "
+            f"`{commit.stdout.strip()}`; seed {args.seed}; {args.episodes} episodes a cell",
+            f"- machine: {platform.machine()}, nproc {os.cpu_count()}, load at start {load0[0]:.2f}, at end "
+            f"{os.getloadavg()[0]:.2f}; wall-clock {time.time() - t_start:.0f} s; numpy {np.__version__}",
+            "",
+        ]
+        with open(args.out, "a", encoding="utf-8") as f:
+            f.write("\n".join(head + rows) + "\n\n")
 
 
 if __name__ == "__main__":
