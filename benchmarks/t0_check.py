@@ -203,7 +203,7 @@ def main() -> None:
     lines = [
         "# T=0 check: the game's untrained greedy play against the engine's random and untrained greedy play",
         "",
-        f"- command: `.venv/bin/python benchmarks/t0_check.py {' '.join(sys.argv[1:])}`",
+        f"- command: `{' '.join(['.venv/bin/python', 'benchmarks/t0_check.py', *sys.argv[1:]])}`",
         f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; engine: commit `{git_commit()}`"
         + (
             f"; targeting: candidate rules `{args.sim_rules}` (sim/variants.py), not the engine's"
