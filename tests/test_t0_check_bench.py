@@ -1,0 +1,55 @@
+"""benchmarks/t0_check.py and benchmarks/calibration_probe.py: the game's T=0 figures, the untrained agent,
+and the probes' policies and variants."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import calibration_probe  # noqa: E402
+import t0_check  # noqa: E402
+
+
+def test_game_t0_pools_every_runs_first_test():
+    win, ret, n = t0_check.game_t0("2s_vs_1sc")
+    assert n == 26 and (win.lo, win.hi) == (0.0, 0.0)
+    assert ret.median == 0.0 and ret.hi == pytest.approx(9.5973)  # one COMA run, tested after 904 steps
+    win, _, n = t0_check.game_t0("bane_vs_bane")
+    assert n == 24 and 0.0 < win.median < 1.0
+    with pytest.raises(ValueError, match="no paper runs"):
+        t0_check.game_t0("3m")
+
+
+def test_untrained_rnn_is_pymarls_gru_with_torchs_init_bounds():
+    rng = np.random.default_rng(0)
+    net = t0_check.UntrainedRNN(10, 7, rng)
+    assert np.abs(net.w1_HI).max() <= 1 / np.sqrt(10) and np.abs(net.wh_GH).max() <= 1 / np.sqrt(64)
+    x, h = rng.normal(size=(5, 10)), np.zeros((5, 64))
+    q, h1 = net.step(x, h)
+    assert q.shape == (5, 7) and h1.shape == (5, 64) and np.all(np.abs(h1) < 1)
+    # with h = 0 the GRU gives (1 - z) * n: recompute it by hand
+    a = np.maximum(x @ net.w1_HI.T + net.b1_H, 0)
+    gi, gh = a @ net.wi_GH.T + net.bi_G, net.bh_G
+    r = 1 / (1 + np.exp(-(gi[:, :64] + gh[:64])))
+    z = 1 / (1 + np.exp(-(gi[:, 64:128] + gh[64:128])))
+    n = np.tanh(gi[:, 128:] + r * gh[128:])
+    np.testing.assert_allclose(h1, (1 - z) * n)
+
+
+def test_play_returns_one_outcome_per_episode():
+    out = t0_check.play("3m", "greedy", 3, seed=1)
+    assert out["return"].shape == (3,) and out["won"].dtype == bool
+    assert np.all(out["return"] >= 0) and np.all(out["return"] <= 20.0 + 1e-6)
+
+
+def test_probe_stop_loses_and_the_games_arena_is_2c_vs_64zg_only():
+    r = calibration_probe.play("2s_vs_1sc", "stop", "default", 2, 0)
+    assert r["win"] == 0.0 and r["len"] == 300.0 and r["left"] == 300.0  # the crawler, untouched
+    grid = calibration_probe.spec_for("2c_vs_64zg", "arena=game").pathing_grid
+    assert not grid[10, 12] and grid[2, 12] and not grid[1, 12]  # the strip, its gap, the playable edge
+    with pytest.raises(ValueError, match="2c_vs_64zg only"):
+        calibration_probe.spec_for("3m", "arena=game")
