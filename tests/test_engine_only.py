@@ -77,7 +77,7 @@ def test_a_built_wheel_carries_the_maps(tmp_path: Path) -> None:
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, src / name)
-    for name in ("marl", "maps"):
+    for name in ("marl", "maps", "configs"):
         skip = shutil.ignore_patterns("__pycache__", "_build")
         shutil.copytree(ROOT / name, src / name, symlinks=True, ignore=skip)
     pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
