@@ -84,3 +84,28 @@ def test_the_kernel_cache_key_follows_the_cpu(monkeypatch, tmp_path):
     monkeypatch.setattr(kernels.subprocess, "run", lambda *a, **k: calls.append(a) or real_run(*a, **k))
     theirs = kernels.build("gru_seq", quiet=True)  # another CPU: another file, compiled anew
     assert theirs != ours and theirs.parent == ours.parent and len(calls) == 1
+
+
+def test_marl_board_without_mindinsight_says_how_to_install_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(SystemExit) as stop:
+        main(["board", "--venv", str(tmp_path / "none"), "--results", str(tmp_path / "r")])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "MindInsight is not installed in" in err and "make board-env" in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_marl_board_starts_and_stops_the_mindinsight_it_finds(tmp_path, monkeypatch, capsys):
+    fake = tmp_path / "venv" / "bin" / "mindinsight"
+    fake.parent.mkdir(parents=True)
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "calls"}\n')
+    fake.chmod(0o755)
+    assert (
+        main(["board", "--venv", str(tmp_path / "venv"), "--results", str(tmp_path / "r"), "--port", "8091"])
+        == 0
+    )
+    assert main(["board", "stop", "--venv", str(tmp_path / "venv"), "--port", "8091"]) == 0
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert calls == [f"start --summary-base-dir {(tmp_path / 'r').resolve()} --port 8091", "stop --port 8091"]
+    assert "http://127.0.0.1:8091" in capsys.readouterr().out
