@@ -36,7 +36,7 @@ env.reset()
 reward, terminated, info = env.step([1, 1, 1])
 assert env.render().shape[2] == 3
 parallel_api_test(pettingzoo_env("2s3z", seed=0, backend="sim"), num_cycles=20)
-from marl.envs.smac.batched_env import BatchedStarCraft2Env
+from marl.envs.smac import BatchedStarCraft2Env
 BatchedStarCraft2Env("8m", 4, seed=0).reset()
 assert not any(m.split(".")[0] in BLOCKED for m in sys.modules)
 print("ENGINE-ONLY OK")
