@@ -14,6 +14,8 @@ marl_eval.json (marl-eval's layout, with the absolute metric: each run's best ch
 also writes one run record per run into DIR (<alg>_<map>_seed<k>.json: what the report reads, small enough to
 commit); the report reads such records exactly as their run folders (a different record already in DIR for
 the same alg/map/seed is refused unless --force).
+
+The same as ``marl report ...`` (the installed console command).
 """
 
 import sys
