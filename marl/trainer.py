@@ -79,7 +79,7 @@ class Trainer:
             if cfg is None:  # else: the caller's config (the saved one plus command-line overrides)
                 cfg = config_from_dict(payload["meta"]["config"])
         self.cfg = cfg
-        msu.setup(threads=cfg.ms_threads, seed=cfg.seed)
+        msu.setup(threads=cfg.ms_threads, seed=cfg.seed, device=cfg.ms_device)
         # -- everything below is validation and building: nothing is written before the folder step --
         self.info = probe_env_info(cfg)
         if payload is not None:

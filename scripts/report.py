@@ -1,12 +1,12 @@
 #!/usr/bin/env python
-"""Multi-seed report over existing run folders or run records, and the README's generated results tables.
+"""Multi-seed report over existing run folders or run records, and the generated results tables.
 
     python scripts/report.py results/sweep_qmix_20261124-031500            # a sweep folder (or run folders)
     python scripts/report.py results/run_a results/run_b --out results/report --reps 2000
     python scripts/report.py results/sweep_qmix_20261124-031500 --save-records benchmarks/results/runs/suite
     python scripts/report.py benchmarks/results/runs/suite --out results/report   # from committed records
-    python scripts/report.py --readme            # regenerate README.md's results blocks (make tables)
-    python scripts/report.py --readme --check    # exit 1 when README.md is out of date
+    python scripts/report.py --readme            # regenerate the results blocks (README, docs/)
+    python scripts/report.py --readme --check    # exit 1 when one of them is out of date
 
 Writes report.md (IQM and mean with 95 % stratified bootstrap CIs, probability of improvement), report.json,
 marl_eval.json (marl-eval's layout, with the absolute metric: each run's best checkpoint re-evaluated over
@@ -14,6 +14,8 @@ marl_eval.json (marl-eval's layout, with the absolute metric: each run's best ch
 also writes one run record per run into DIR (<alg>_<map>_seed<k>.json: what the report reads, small enough to
 commit); the report reads such records exactly as their run folders (a different record already in DIR for
 the same alg/map/seed is refused unless --force).
+
+The same as ``marl report ...`` (the installed console command).
 """
 
 import sys
