@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from marl.provenance import engine_label  # noqa: F401 (the label of a record, re-exported)
+
 ENGINE_VERSION = "0.9.0"
 SMACV2_GENERATOR_VERSION = "0.9.0"
 
@@ -50,19 +52,3 @@ def engine_record(backend: str, map_name: str, generator: bool = False) -> dict[
     if generator:
         record["generator_version"] = SMACV2_GENERATOR_VERSION
     return record
-
-
-def engine_label(record: dict[str, Any] | None) -> str:
-    """One short text per engine, the key the report pools by: ``sim 0.9.0``, ``sim 0.9.0, smacv2
-    generator 0.9.0``, ``sc2 4.10.0 (Base75689), smac layer 0.9.0``; ``unknown`` for a run recorded before
-    engine versions (no record). Environments without an engine version (MPE, ...) record none either."""
-    if not record:
-        return "unknown"
-    version = record.get("engine_version", "?")
-    if record.get("backend") == "sc2":
-        text = f"sc2 {record.get('game_version', 'unknown')}, smac layer {version}"
-    else:
-        text = f"{record.get('backend', '?')} {version}"
-    if record.get("generator_version"):
-        text += f", smacv2 generator {record['generator_version']}"
-    return text
