@@ -70,6 +70,15 @@ def test_a_record_and_its_run_carry_the_engine(tmp_path) -> None:
     )
 
 
+def test_an_absolute_metric_evaluated_on_another_engine_is_named(tmp_path) -> None:
+    run = run_on(tmp_path, "qmix", 0, SIM)
+    absolute = json.loads((run / "absolute_metric.json").read_text())
+    (run / "absolute_metric.json").write_text(json.dumps({**absolute, "engine": SIM}))
+    assert load_run(run, "test_win_rate", 0.95).engine == "sim 0.9.0"
+    (run / "absolute_metric.json").write_text(json.dumps({**absolute, "engine": SIM_NEXT}))
+    assert load_run(run, "test_win_rate", 0.95).engine == "sim 0.9.0 -> sim 0.9.1 (absolute metric)"
+
+
 def test_report_json_marl_eval_and_tables_name_the_engine(tmp_path, capsys) -> None:
     for seed in range(3):
         run_on(tmp_path, "qmix", seed, SIM, final=0.2 * seed)

@@ -182,6 +182,9 @@ def test_cli_smoke_on_embedded_3m(tmp_path):
     engine = read_provenance(run_dir)[0]["engine"]  # the engine and resolved backend, on the start line too
     assert engine["engine_version"] == ENGINE_VERSION and engine["backend"] in ("sim", "sc2")
     assert f"engine: {engine_label(engine)}  env info:" in out.stdout
+    from marl.cli import evaluate_main
+
+    assert evaluate_main(["--checkpoint", str(run_dir), "--episodes", "2", "--envs", "1"])["engine"] == engine
 
 
 def test_checkpoints_export_the_agent_as_a_mindspore_ckpt(tmp_path):

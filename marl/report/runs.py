@@ -101,11 +101,16 @@ def code_of(provenance: list[dict[str, Any]] | None) -> tuple[str, ...]:
 
 def engine_of(record: dict[str, Any]) -> str:
     """The engine label of a run record (:func:`marl.provenance.engine_label`): ``sim 0.9.0`` ...; several
-    joined by `` -> `` when the run was resumed on another engine; ``unknown`` when it recorded none."""
+    joined by `` -> `` when the run was resumed on another engine, or its absolute metric was evaluated on
+    another one; ``unknown`` when it recorded none."""
     engines = record.get("engine")
     if not isinstance(engines, list):
         engines = engines_of(record.get("provenance"))
-    return " -> ".join(engine_label(e) for e in engines if isinstance(e, dict)) or "unknown"
+    labels = [engine_label(e) for e in engines if isinstance(e, dict)]
+    absolute = (record.get("absolute") or {}).get("engine")
+    if labels and isinstance(absolute, dict) and engine_label(absolute) not in labels:
+        labels.append(engine_label(absolute) + " (absolute metric)")
+    return " -> ".join(labels) or "unknown"
 
 
 def is_run_dir(folder: Path) -> bool:
