@@ -1,4 +1,4 @@
-# marl: the two commands a fresh machine needs are `make train` and `make test`.
+# marl: the two commands a fresh machine needs are `make train` and `make test` (`make docs`: the manual).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -10,41 +10,60 @@ PORT ?= 8080
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
-.PHONY: venv kernels train test test-fast lint tables bench bench-env bench-step torchrl-env board board-env board-stop clean
+.PHONY: venv venv-test kernels train test test-fast lint tables docs docs-serve bench bench-env bench-step torchrl-env board board-env board-stop clean
 
-# The virtual environment is (re)built whenever pyproject.toml changes.
+# The virtual environment is (re)built whenever pyproject.toml changes: `make train` installs what training
+# needs (the `train` extra); `make test` adds the test tools, the game client, Ray and the report statistics.
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[train]"
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
 	$(PY) -m pip install -q -e ".[train,test,sc2,ray,report]"
 	$(PY) -m pip install -q --no-deps "pysc2==4.0.0"
 	touch $@
 
 venv: $(VENV)/.installed
 
+venv-test: $(VENV)/.installed-test
+
 # The compiled CPU kernels (marl/kernels/*.cc, cached under marl/kernels/_build); without a C++ compiler the
 # library falls back to its MindSpore reference path and says so in one line.
 kernels: venv
 	$(PY) -m marl.kernels
 
+ALG ?= qmix
 train: kernels
-	$(PY) scripts/train_qmix.py --map $(MAP)
+	$(PY) -m marl train --alg $(ALG) --map $(MAP)
 
-test: kernels
+test: venv-test kernels
 	$(PY) -m ruff check marl scripts tests benchmarks
 	$(PY) -m ruff format --check marl scripts tests benchmarks
 	$(PY) -m pytest -q $(XDIST) --durations=15
 
-test-fast: kernels
+test-fast: venv-test kernels
 	$(PY) -m pytest -q $(XDIST) -m "not slow"
 
-lint: venv
+lint: venv-test
 	$(PY) -m ruff check marl scripts tests benchmarks
 	$(PY) -m ruff format --check marl scripts tests benchmarks
 
 # The README's results blocks, regenerated from benchmarks/results/ (tests/test_readme_tables.py checks them).
-tables: venv
+tables: venv-test
 	$(PY) scripts/report.py --readme
+
+# The manual (docs/, mkdocs.yml) as a site in site/, in strict mode: a broken link or page fails the build.
+$(VENV)/.installed-docs: pyproject.toml $(VENV)/.installed
+	$(PY) -m pip install -q -e ".[docs]"
+	touch $@
+
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+docs-serve: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve
 
 # JAX needs numpy 2, MindSpore numpy < 2: JaxMARL's SMAX (the throughput peer) and the JAX learner step
 # (benchmarks/jax_qmix_step.py) live in their own venv. jax 0.10.2 is the newest release for Python 3.11
@@ -57,7 +76,7 @@ $(BENCH_VENV)/.installed-jax$(JAX_VERSION):
 	$(BENCH_VENV)/bin/python -m pip install -q "jax==$(JAX_VERSION)" "jaxlib==$(JAX_VERSION)" "numpy>=2" jaxmarl
 	touch $@
 
-bench-env: venv $(BENCH_VENV)/.installed-jax$(JAX_VERSION)
+bench-env: venv-test $(BENCH_VENV)/.installed-jax$(JAX_VERSION)
 
 # The QMIX learner step: MindSpore vs PyTorch eager, torch.compile (torch 2.13 CPU, the `bench` extra) and JAX.
 STEP_ARGS ?=

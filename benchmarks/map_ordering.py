@@ -17,7 +17,7 @@ budget are left out), puts every map's win rate beside its published class and Q
     python benchmarks/map_ordering.py <qmix sweep> <mappo sweep> --budget 300000 --alg qmix,mappo
     python benchmarks/map_ordering.py benchmarks/results/runs/<suite> --budget 300000   # committed records
 
-(``--records benchmarks/results/runs/<suite>`` on the sweep keeps its run records: README, "Run records".)
+(``--records benchmarks/results/runs/<suite>`` on the sweep keeps its run records: docs/evaluation.md.)
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@
     python benchmarks/real_game_curves.py report --records benchmarks/results/runs/smac_paper \\
         --out benchmarks/results/real_game_curves
 
-The table gives, per map and checkpoint (the first test, 100k, 300k, 500k, 1M, 2M steps), the game's median and range of test
-win rate and return beside our median, and a verdict: ``inside`` when our median lies within the game's
-range there widened by the sampling error of 32 test episodes (``marl.report.paper_runs``).
+The table gives, per map and checkpoint (the first test, 100k, 300k, 500k, 1M, 2M steps), the game's median
+and range of test win rate and return beside our median, and a verdict: ``inside`` when our median lies
+within the game's range there widened by the sampling error of 32 test episodes (``marl.report.paper_runs``).
 """
 
 from __future__ import annotations

@@ -10,12 +10,12 @@ prose that explains it, and between the markers
 what the records say: maps finished of the suite's 17, runs, the commits and versions of the runs (from
 their provenance), the machine, the dates, the wall-clock per run, and ``map_ordering.py``'s side-by-side
 table with the published figures and class verdicts. With ``--report-json`` it also writes the multi-seed
-report (``scripts/report.py``'s ``report.json``, which the README's multi-seed block reads).
+report (``scripts/report.py``'s ``report.json``, which the multi-seed block of docs/results-history.md reads).
 
     .venv/bin/python benchmarks/suite_page.py benchmarks/results/runs/smac_300k --budget 300000 \\
         --alg qmix,mappo --page benchmarks/results/smac_suite_300k_r.md \\
         --report-json benchmarks/results/smac_suite_300k_r.report.json
-    make tables                                  # then the README's generated blocks
+    make tables                                  # then the generated blocks of the README and docs/
 """
 
 from __future__ import annotations

@@ -1,3 +1,3 @@
 """marl: multi-agent reinforcement learning on MindSpore (SMAC, MPE, Gymnasium)."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

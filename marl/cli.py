@@ -1,9 +1,20 @@
-"""Command-line entry points shared by the ``scripts/`` wrappers (train and evaluate)."""
+"""The ``marl`` command (``marl train | evaluate | sweep | report | board``) and the entry points that the
+``scripts/`` wrappers share with it.
+
+    marl train --alg qmix --map 3m          # any --alg; key=value overrides; --resume RUN_DIR
+    marl evaluate --checkpoint results/<run>/models/best --episodes 32
+    marl sweep --alg qmix --maps 3m 8m --seeds 3
+    marl report results/sweep_qmix_<time>
+    marl board [start|stop] [--results results] [--port 8080]
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,12 +56,12 @@ def train_main(prog: str, default_alg: str, description: str, argv: Sequence[str
         raise SystemExit(stop.exit_code) from None
 
 
-def evaluate_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+def evaluate_main(argv: Sequence[str] | None = None, prog: str = "evaluate.py") -> dict[str, Any]:
     """Greedy evaluation of a checkpoint; prints and returns the win rate and mean return."""
     from marl.evaluate import evaluate_payload
 
     p = argparse.ArgumentParser(
-        prog="evaluate.py",
+        prog=prog,
         description="Evaluate a checkpoint greedily (no exploration) and print the win rate.",
     )
     p.add_argument(
@@ -62,6 +73,9 @@ def evaluate_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     p.add_argument("--envs", type=int, default=8, help="envs stepped together (default 8)")
     p.add_argument("--seed", type=int, default=12345, help="env seed")
     p.add_argument("--save-replay", action="store_true", help="save a replay of the last episode of env 0")
+    p.add_argument(
+        "--device", default=None, help="MindSpore device: cpu | gpu | ascend (default: as trained)"
+    )
     args = p.parse_args(argv)
     if args.episodes < 1 or args.envs < 1:
         p.error("--episodes and --envs must be >= 1")
@@ -74,7 +88,14 @@ def evaluate_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     warn_nonfinite(payload)
     try:
         full, replay = evaluate_payload(
-            payload, args.episodes, args.envs, args.seed, args.map_name, args.backend, args.save_replay
+            payload,
+            args.episodes,
+            args.envs,
+            args.seed,
+            args.map_name,
+            args.backend,
+            args.save_replay,
+            device=args.device,
         )
     except ValueError as err:  # the environment does not fit the checkpoint
         p.error(str(err))
@@ -86,3 +107,91 @@ def evaluate_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if replay:
         print(f"[evaluate] replay: {replay}")
     return result
+
+
+def board_main(argv: Sequence[str] | None = None) -> int:
+    """Start or stop MindInsight over a results folder (it lives in its own venv: ``make board-env``)."""
+    p = argparse.ArgumentParser(
+        prog="marl board",
+        description="Serve every run folder under --results in MindInsight (installed by `make board-env`).",
+    )
+    p.add_argument("action", nargs="?", choices=("start", "stop"), default="start")
+    p.add_argument("--results", default="results", help="the folder of run folders (default results)")
+    p.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1 (default 8080)")
+    p.add_argument(
+        "--venv",
+        default=os.environ.get("BOARD_VENV", ".venv-board"),
+        help="MindInsight's virtual environment (default $BOARD_VENV or .venv-board)",
+    )
+    args = p.parse_args(argv)
+    exe = Path(args.venv) / "bin" / "mindinsight"
+    found = str(exe) if exe.is_file() else shutil.which("mindinsight")
+    if found is None:
+        p.error(
+            f"MindInsight is not installed in {args.venv} nor on PATH; run `make board-env` "
+            "(MindInsight 2.3.1 pins protobuf 3.20, which breaks MindSpore 2.10, so it has its own venv)"
+        )
+    bin_dir = str(Path(found).resolve().parent)
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}  # it launches gunicorn
+    if args.action == "stop":
+        return subprocess.call([found, "stop", "--port", str(args.port)], env=env)
+    results = Path(args.results)
+    results.mkdir(parents=True, exist_ok=True)
+    cmd = [found, "start", "--summary-base-dir", str(results.resolve()), "--port", str(args.port)]
+    code = subprocess.call(cmd, env=env)
+    if code == 0:
+        print(f"MindInsight: http://127.0.0.1:{args.port}  (stop with: marl board stop --port {args.port})")
+    return code
+
+
+def _train(argv: Sequence[str]) -> int:
+    train_main(
+        "marl train",
+        default_alg="qmix",
+        description="Train any algorithm (--alg, default qmix) on SMAC, SMACv2, MPE or Gymnasium "
+        "(--env sc2 | mpe | gym; the embedded SMAC engine by default).",
+        argv=argv,
+    )
+    return 0
+
+
+def _evaluate(argv: Sequence[str]) -> int:
+    evaluate_main(argv, prog="marl evaluate")
+    return 0
+
+
+def _sweep(argv: Sequence[str]) -> int:
+    from marl.sweep import sweep_main
+
+    _, results = sweep_main(argv)
+    return 1 if any(r.error for r in results) else 0
+
+
+def _report(argv: Sequence[str]) -> int:
+    from marl.report.cli import report_main
+
+    return report_main(argv)
+
+
+COMMANDS = {
+    "train": (_train, "train one run (or --resume one)"),
+    "evaluate": (_evaluate, "evaluate a checkpoint greedily"),
+    "sweep": (_sweep, "maps x seeds as Ray tasks, with a summary and a multi-seed report"),
+    "report": (_report, "multi-seed report (IQM, 95 % CIs) over run folders or run records"),
+    "board": (board_main, "MindInsight over a results folder"),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``marl <command> ...``: dispatch to the command's own parser (``marl <command> --help``)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    usage = "usage: marl {" + ",".join(COMMANDS) + "} ...\n\ncommands:\n"
+    usage += "\n".join(f"  {name:<9} {what}" for name, (_, what) in COMMANDS.items())
+    usage += "\n\n`marl <command> --help` lists the command's options."
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage)
+        return 0 if argv else 2
+    if argv[0] not in COMMANDS:
+        print(f"marl: unknown command {argv[0]!r}; commands are {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
+    return COMMANDS[argv[0]][0](argv[1:])

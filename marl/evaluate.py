@@ -27,6 +27,7 @@ def evaluate_payload(
     map_name: str | None = None,
     backend: str | None = None,
     save_replay: bool = False,
+    device: str | None = None,
 ) -> tuple[dict[str, Any], str | None]:
     """Play ``episodes`` greedy episodes with a loaded checkpoint (:func:`marl.checkpoint.load`).
 
@@ -46,7 +47,7 @@ def evaluate_payload(
     if backend:
         env_changes["backend"] = backend
     cfg = replace(cfg, seed=seed, env=replace(cfg.env, **env_changes))
-    msu.setup(threads=cfg.ms_threads)
+    msu.setup(threads=cfg.ms_threads, device=device or cfg.ms_device)  # default: the device it trained on
     env_fn = make_env_fn(cfg)
     probe = env_fn(0)
     info = probe.env_info()

@@ -79,7 +79,7 @@ class Trainer:
             if cfg is None:  # else: the caller's config (the saved one plus command-line overrides)
                 cfg = config_from_dict(payload["meta"]["config"])
         self.cfg = cfg
-        msu.setup(threads=cfg.ms_threads, seed=cfg.seed)
+        msu.setup(threads=cfg.ms_threads, seed=cfg.seed, device=cfg.ms_device)
         # -- everything below is validation and building: nothing is written before the folder step --
         self.info, self.engine = probe_env(cfg)  # engine: version and resolved backend (provenance)
         if payload is not None:

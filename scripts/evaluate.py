@@ -2,6 +2,8 @@
 """Evaluate a checkpoint greedily and print the win rate.
 
 python scripts/evaluate.py --checkpoint results/<run>/models/best --map 3m --episodes 32 --save-replay
+
+The same as ``marl evaluate ...`` (the installed console command).
 """
 
 import sys

@@ -1,12 +1,12 @@
 #!/usr/bin/env python
-"""Multi-seed report over existing run folders or run records, and the README's generated results tables.
+"""Multi-seed report over existing run folders or run records, and the generated results tables.
 
     python scripts/report.py results/sweep_qmix_20261124-031500            # a sweep folder (or run folders)
     python scripts/report.py results/run_a results/run_b --out results/report --reps 2000
     python scripts/report.py results/sweep_qmix_20261124-031500 --save-records benchmarks/results/runs/suite
     python scripts/report.py benchmarks/results/runs/suite --out results/report   # from committed records
-    python scripts/report.py --readme            # regenerate README.md's results blocks (make tables)
-    python scripts/report.py --readme --check    # exit 1 when README.md is out of date
+    python scripts/report.py --readme            # regenerate the results blocks (README, docs/)
+    python scripts/report.py --readme --check    # exit 1 when one of them is out of date
 
 Writes report.md (IQM and mean with 95 % stratified bootstrap CIs, probability of improvement), report.json,
 marl_eval.json (marl-eval's layout, with the absolute metric: each run's best checkpoint re-evaluated over
@@ -16,6 +16,8 @@ commit); the report reads such records exactly as their run folders (a different
 the same alg/map/seed is refused unless --force). Runs of one environment made on different engines (engine
 version or backend, docs/smac.md section 8) are not pooled: the report stops and names them, unless
 --allow-mixed-engines.
+
+The same as ``marl report ...`` (the installed console command).
 """
 
 import sys

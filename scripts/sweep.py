@@ -12,6 +12,8 @@ inside, with absolute_metric.json (its best checkpoint over 10x the test episode
 --records DIR also writes each run's record (what the report reads, small enough to commit, e.g. into
 benchmarks/results/runs/<suite>/) as soon as the run finishes; --resume keeps that folder.
 Exits 1 if any run failed.
+
+The same as ``marl sweep ...`` (the installed console command).
 """
 
 import sys

@@ -5,6 +5,8 @@
     python scripts/train_ddpg.py --env gym --map MountainCarContinuous-v0 t_max=200000
 
 ``--help`` lists every config key; key=value arguments override them.
+
+The same as ``marl train --alg ddpg ...`` (the installed console command).
 """
 
 import sys

@@ -6,6 +6,8 @@
     python scripts/train_dqn.py --env mpe --map simple_spread
 
 ``--help`` lists every config key; key=value arguments override them.
+
+The same as ``marl train --alg dqn ...`` (the installed console command).
 """
 
 import sys

@@ -5,6 +5,8 @@
     python scripts/train_maddpg.py --env fake t_max=5000
 
 ``--help`` lists every config key; key=value arguments override them.
+
+The same as ``marl train --alg maddpg ...`` (the installed console command).
 """
 
 import sys

@@ -7,6 +7,8 @@
     python scripts/train_mappo.py --alg ippo --env mpe --map simple_spread t_max=500000
 
 ``--map`` is the MPE scenario with ``--env mpe``. ``--help`` lists the maps and every config key.
+
+The same as ``marl train --alg mappo ...`` (the installed console command).
 """
 
 import sys

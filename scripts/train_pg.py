@@ -4,6 +4,8 @@
     python scripts/train_pg.py --env gym --map CartPole-v1
 
 The Gymnasium id goes in ``--map``; ``--env gym`` is this algorithm's default.
+
+The same as ``marl train --alg pg ...`` (the installed console command).
 """
 
 import sys

@@ -6,6 +6,8 @@
 
 The Gymnasium id goes in ``--map`` (``--env`` names the config layer ``configs/envs/<env>.yaml``;
 ``gym`` is this algorithm's default, so ``--map CartPole-v1`` alone works too).
+
+The same as ``marl train --alg ppo ...`` (the installed console command).
 """
 
 import sys

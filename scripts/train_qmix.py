@@ -6,6 +6,8 @@
     python scripts/train_qmix.py --resume results/qmix_3m_seed0_20261122-101500
 
 Without StarCraft II the embedded engine plays the map. ``--help`` lists the maps and every config key.
+
+The same as ``marl train --alg qmix ...`` (the installed console command).
 """
 
 import sys

@@ -36,7 +36,7 @@ env.reset()
 reward, terminated, info = env.step([1, 1, 1])
 assert env.render().shape[2] == 3
 parallel_api_test(pettingzoo_env("2s3z", seed=0, backend="sim"), num_cycles=20)
-from marl.envs.smac.batched_env import BatchedStarCraft2Env
+from marl.envs.smac import BatchedStarCraft2Env
 BatchedStarCraft2Env("8m", 4, seed=0).reset()
 assert not any(m.split(".")[0] in BLOCKED for m in sys.modules)
 print("ENGINE-ONLY OK")
@@ -77,7 +77,7 @@ def test_a_built_wheel_carries_the_maps(tmp_path: Path) -> None:
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(ROOT / name, src / name)
-    for name in ("marl", "maps"):
+    for name in ("marl", "maps", "configs"):
         skip = shutil.ignore_patterns("__pycache__", "_build")
         shutil.copytree(ROOT / name, src / name, symlinks=True, ignore=skip)
     pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]

@@ -1,5 +1,6 @@
-"""README.md's results tables are generated from benchmarks/results/ (``scripts/report.py --readme``):
-the committed README must match what the results files generate, and the generator must follow them."""
+"""The results tables of README.md and the docs are generated from benchmarks/ (``scripts/report.py
+--readme``): the committed pages must match what the results files generate,
+and the generator must follow them."""
 
 import json
 import shutil
@@ -7,20 +8,34 @@ from pathlib import Path
 
 import pytest
 
-from marl.report.readme import RESULTS, render, update_readme
+from marl.report.readme import RESULTS, TARGETS, render, update_readme
 
 ROOT = Path(__file__).resolve().parents[1]
+HISTORY = "docs/results-history.md"
+PERFORMANCE = "docs/performance.md"
 
 
-def test_readme_is_in_sync_with_the_results_files():
+@pytest.mark.parametrize("page", sorted(TARGETS))
+def test_pages_are_in_sync_with_the_results_files(page):
+    text = (ROOT / page).read_text(encoding="utf-8")
+    assert render(text, ROOT / RESULTS, TARGETS[page]) == text, f"{page} is out of date: run `make tables`"
+
+
+def test_the_readme_holds_one_generated_table_the_papers_runs():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert render(readme, ROOT / RESULTS) == readme, "README.md is out of date: run `make tables`"
+    assert list(TARGETS["README.md"]) == ["smac_paper"]
+    assert readme.count("<!-- BEGIN ") == 1
+    # QMIX's published runs on 2s3z at 2M steps (benchmarks/smac_paper_runs.json): median 0.97 of 5 runs
+    assert "| 2s3z | 5 | 1.00 [0.97, 1.00] | 0.97 [0.94, 1.00] |" in readme
 
 
 @pytest.fixture
 def repo(tmp_path):
-    shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    for page in TARGETS:
+        (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / page, tmp_path / page)
     shutil.copytree(ROOT / RESULTS, tmp_path / RESULTS)
+    shutil.copy(ROOT / RESULTS.parent / "smac_paper_runs.json", tmp_path / RESULTS.parent)
     return tmp_path
 
 
@@ -47,22 +62,38 @@ def test_generated_blocks_follow_the_results_files(repo, capsys):
     assert update_readme(repo, check=True) == 1
     assert "out of date" in capsys.readouterr().err
     assert update_readme(repo) == 0
-    readme = (repo / "README.md").read_text(encoding="utf-8")
-    assert "| 601 s | loaded | `learn_mpe.md` |" in readme
-    assert "| 3m | 64 | 222,280 |" in readme
+    history = (repo / HISTORY).read_text(encoding="utf-8")
+    assert "| 601 s | loaded | `learn_mpe.md` |" in history
+    assert "| 3m | 64 | 222,280 |" in (repo / PERFORMANCE).read_text(encoding="utf-8")
     assert (
-        "From `qmix_3m.report.json`" in readme
-        and "| smac | 3m | qmix | 3 (0, 1, 2) | 0.97 [0.90, 1.00] |" in readme
+        "From `qmix_3m.report.json`" in history
+        and "| smac | 3m | qmix | 3 (0, 1, 2) | 0.97 [0.90, 1.00] |" in history
     )
-    assert "No multi-seed results recorded yet." not in readme
+    assert "No multi-seed results recorded yet." not in history
+    assert (repo / "README.md").read_text(encoding="utf-8") == (ROOT / "README.md").read_text(
+        encoding="utf-8"
+    )
     assert update_readme(repo, check=True) == 0
 
 
+def test_the_paper_table_follows_the_paper_data(repo):
+    data = repo / RESULTS.parent / "smac_paper_runs.json"
+    runs = json.loads(data.read_text(encoding="utf-8"))
+    for run in runs["maps"]["2s3z"]["QMIX"]:  # every published 2s3z run wins all 32 test games from 1M on
+        run["won"] = [32 if t >= 900_000 else w for t, w in zip(run["t_env"], run["won"], strict=True)]
+    data.write_text(json.dumps(runs), encoding="utf-8")
+    assert update_readme(repo, check=True) == 1
+    assert update_readme(repo) == 0
+    assert "| 2s3z | 5 | 1.00 [1.00, 1.00] | 1.00 [1.00, 1.00] |" in (repo / "README.md").read_text(
+        encoding="utf-8"
+    )
+
+
 def test_missing_markers_and_tables_are_named(repo):
-    _edit(repo / "README.md", "<!-- END throughput -->", "")
-    with pytest.raises(ValueError, match="lacks the markers of block 'throughput'"):
+    _edit(repo / PERFORMANCE, "<!-- END throughput -->", "")
+    with pytest.raises(ValueError, match="performance.md: the page lacks the markers of block 'throughput'"):
         update_readme(repo)
-    shutil.copy(ROOT / "README.md", repo / "README.md")
+    shutil.copy(ROOT / PERFORMANCE, repo / PERFORMANCE)
     _edit(repo / RESULTS / "learn_mpe.md", "<!-- README learning -->\n|", "<!-- README learning -->\ntext\n|")
     with pytest.raises(
         ValueError, match="learn_mpe.md, after <!-- README learning -->: expected a Markdown table"

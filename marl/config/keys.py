@@ -235,6 +235,7 @@ def check_ranges(cfg: Config) -> None:
             ">= 1 episode",
         ),
         ("ms_threads", cfg.ms_threads >= 0, ">= 0 (0 = every core this process may use)"),
+        ("ms_device", cfg.ms_device in ("cpu", "gpu", "ascend"), "one of cpu, gpu, ascend"),
     ]
     for key, ok, allowed in checks:
         if not ok:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import os
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -43,7 +44,19 @@ from marl.config.keys import (
 )
 from marl.config.schema import ALG_SECTIONS, LEARNER_CONFIGS, Config, learner_config_class
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+CONFIG_ENV = "MARL_CONFIG_DIR"  # another configs folder, for every run of the process
+
+
+def default_config_dir() -> Path:
+    """The configs folder: ``$MARL_CONFIG_DIR`` if set, else the package's ``marl/configs`` (in a checkout a
+    link to the top-level ``configs/``; in a wheel a copy of it, so a non-editable install finds it)."""
+    override = os.environ.get(CONFIG_ENV)
+    if override:
+        return Path(override).expanduser()
+    return Path(__file__).resolve().parents[1] / "configs"
+
+
+CONFIG_DIR = default_config_dir()
 MAP_ALG_SECTION = "by_alg"  # in configs/maps/<map>.yaml: settings that apply to one algorithm only
 ALG_ENV_SECTION = "by_env"  # in configs/algs/<alg>.yaml: settings that apply in one environment only
 # in configs/algs/<alg>.yaml: ``map_presets: false`` leaves configs/maps/<map>.yaml out (a published

@@ -282,6 +282,7 @@ class Config:
     results_dir: str = "results"
     run_name: str = ""  # default: <alg>_<map>_seed<seed>_<timestamp>
     ms_threads: int = 0  # MindSpore CPU threads; 0 = every core this process may use (a sweep: its share)
+    ms_device: str = "cpu"  # MindSpore's device: cpu | gpu | ascend (where the build and the machine have it)
     env: EnvConfig = field(default_factory=EnvConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
     # None where the learner family does not read the section (BaseLearnerConfig.sections): no mixer, or

@@ -3,17 +3,22 @@
 The sources live beside this file (``gru_seq.cc``). :func:`library` compiles one with the machine's C++
 compiler the first time it is needed (or at install time through ``make kernels``), caches the shared
 library under ``_build/`` (or ``~/.cache/marl/kernels`` where the package directory is read-only), keyed by a
-hash of the source and the flags, and returns its path. Where it cannot build (no compiler, an error), it
+hash of the source, the compiler, the flags and the CPU (its architecture and instruction-set flags: the code
+is built with ``-march=native``, so a cache shared by different machines never hands one CPU's build to
+another), and returns its path. Where it cannot build (no compiler, an error), it
 prints one line saying so and returns ``None``: callers then use the readable MindSpore reference path.
 
 ``MARL_KERNELS=0`` in the environment turns the kernels off (the reference path everywhere);
-``MARL_KERNELS=1`` makes a failed build an error instead of a fallback.
+``MARL_KERNELS=1`` makes a failed build an error instead of a fallback. The kernels are CPU code: where
+MindSpore runs on another device (``ms_device=gpu | ascend``, :func:`use_device`), the reference path is
+used.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -26,6 +31,9 @@ FLAGS = ("-O3", "-march=native", "-std=c++17", "-shared", "-fPIC", "-pthread")
 ENV_SWITCH = "MARL_KERNELS"
 
 
+_DEVICE = {"name": "cpu"}  # the MindSpore device of this process (marl.utils.ms.setup sets it)
+
+
 class KernelBuildError(RuntimeError):
     """A kernel could not be compiled (and ``MARL_KERNELS=1`` asked for it)."""
 
@@ -33,6 +41,30 @@ class KernelBuildError(RuntimeError):
 def enabled() -> bool:
     """False when ``MARL_KERNELS=0`` (the reference path is forced)."""
     return os.environ.get(ENV_SWITCH, "auto").strip().lower() not in {"0", "off", "false", "no"}
+
+
+def use_device(name: str) -> None:
+    """Record the MindSpore device (``cpu``, ``gpu``, ``ascend``); on any but ``cpu`` :func:`library` gives
+    ``None`` (the kernels are CPU code) and the callers use MindSpore's reference path."""
+    if name != _DEVICE["name"]:
+        _DEVICE["name"] = name
+        library.cache_clear()
+
+
+@cache
+def cpu_signature() -> str:
+    """The CPU's architecture and instruction-set flags (``/proc/cpuinfo``'s ``flags``), hashed: part of
+    every kernel's cache key, since ``-march=native`` builds for exactly this instruction set."""
+    flags = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("flags", "Features", "isa"):
+                flags = " ".join(sorted(value.split()))
+                break
+    except OSError:  # not Linux: the processor string is the best available
+        flags = platform.processor()
+    return hashlib.sha256(f"{platform.machine()}|{flags}".encode()).hexdigest()[:16]
 
 
 def _required() -> bool:
@@ -55,7 +87,9 @@ def build(name: str, quiet: bool = False) -> Path:
     cxx = _compiler()
     if cxx is None:
         raise KernelBuildError("no C++ compiler found (set CXX, or install g++)")
-    key = hashlib.sha256(src.read_bytes() + " ".join((cxx, *FLAGS)).encode()).hexdigest()[:16]
+    key = hashlib.sha256(src.read_bytes() + " ".join((cxx, *FLAGS, cpu_signature())).encode()).hexdigest()[
+        :16
+    ]
     for folder in _cache_dirs():
         lib = folder / f"{name}-{key}.so"
         if lib.exists():
@@ -86,6 +120,12 @@ def library(name: str) -> str | None:
     """Path of kernel ``name``'s shared library, or ``None`` (after one line on stderr) where the kernels
     are off or cannot be built."""
     if not enabled():
+        return None
+    if _DEVICE["name"] != "cpu":
+        print(
+            f"marl: the {name} kernel is CPU code; on {_DEVICE['name']} MindSpore's path is used",
+            file=sys.stderr,
+        )
         return None
     try:
         return str(build(name, quiet=True))

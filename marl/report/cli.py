@@ -1,5 +1,5 @@
 """``scripts/report.py``: the multi-seed report over existing run folders or run records, the records
-themselves (``--save-records``), and the README's generated results tables (``--readme``)."""
+themselves (``--save-records``), and the generated results tables of the README and docs/ (``--readme``)."""
 
 from __future__ import annotations
 
@@ -146,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="pool runs of one environment made on different engine versions or backends (refused by "
         "default; each row then names its engines)",
     )
-    p.add_argument("--readme", action="store_true", help="regenerate README.md's results blocks and exit")
+    p.add_argument("--readme", action="store_true", help="regenerate the results blocks (README, docs/)")
     p.add_argument("--check", action="store_true", help="with --readme: only check, exit 1 when out of date")
     return p
 

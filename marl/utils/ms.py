@@ -35,11 +35,13 @@ __all__ = [
     "Parameter",
     "Tensor",
     "assign_numpy",
+    "available_devices",
     "check_no_compile_cache",
     "jit",
     "load_numpy_into",
     "mint",
     "ms",
+    "select_device",
     "nn",
     "ops",
     "params_to_numpy",
@@ -61,8 +63,46 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def setup(threads: int = 1, seed: int | None = None) -> None:
-    """Select the CPU device, set the kernel thread count (once per process) and optionally the seed.
+DEVICES = {"cpu": "CPU", "gpu": "GPU", "ascend": "Ascend"}  # ms_device -> MindSpore's device target
+
+
+def _support(target: str) -> bool:
+    """MindSpore's own check of whether its build loaded ``target``'s plugin here (what
+    ``ms.device_context.<device>.is_available()`` reads, without the two warning lines it logs)."""
+    try:
+        from mindspore._c_expression import MSContext
+
+        return bool(MSContext.get_instance().is_pkg_support_device(target))
+    except (ImportError, AttributeError):  # another MindSpore layout: its public check
+        return bool(getattr(ms.device_context, target.lower()).is_available())
+
+
+def available_devices() -> list[str]:
+    """The ``ms_device`` values this MindSpore build can use on this machine (``cpu`` always)."""
+    return [name for name, target in DEVICES.items() if _support(target)]
+
+
+def select_device(device: str) -> None:
+    """``ms.set_device`` for ``device`` (``cpu``, ``gpu`` or ``ascend``); a device this build or machine lacks
+    is a ``ValueError`` naming the devices available. The compiled kernels (:mod:`marl.kernels`) are CPU code:
+    on another device the networks use MindSpore's path."""
+    from marl import kernels
+
+    if device not in DEVICES:
+        raise ValueError(f"ms_device must be one of {', '.join(DEVICES)}, got {device!r}")
+    if not _support(DEVICES[device]):
+        raise ValueError(
+            f"ms_device={device}: MindSpore {ms.__version__} cannot use a {DEVICES[device]} device here (its "
+            f"{DEVICES[device]} plugin did not load: no such device, driver or matching CUDA / CANN on this "
+            f"machine); available: {', '.join(available_devices())}"
+        )
+    ms.set_device(DEVICES[device])
+    kernels.use_device(device)
+
+
+def setup(threads: int = 1, seed: int | None = None, device: str = "cpu") -> None:
+    """Select the MindSpore device (``cpu`` by default, :func:`select_device`), set the CPU kernel thread
+    count (once per process) and optionally the seed.
 
     ``threads=0`` means :func:`usable_cores` (the config's default, ``ms_threads: 0``): a lone run has the
     machine to itself, and acting and learning alternate, so the learner may use every core (QMIX 3m on a
@@ -82,7 +122,7 @@ def setup(threads: int = 1, seed: int | None = None) -> None:
     if not isinstance(threads, (int, np.integer)) or threads < 0:
         raise ValueError(f"threads must be an int >= 0 (0 = every usable core), got {threads!r}")
     asked, threads = int(threads), int(threads) or usable_cores()
-    ms.set_device("CPU")
+    select_device(device)
     if _THREADS_SET is None:
         ms.device_context.cpu.op_tuning.threads_num(threads)
         os.environ.setdefault("MARL_KERNEL_THREADS", str(threads))  # marl.kernels: same thread count

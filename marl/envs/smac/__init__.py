@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from marl.envs.pettingzoo_view import pettingzoo_env
+from marl.envs.smac.batched_env import BatchedStarCraft2Env
 from marl.envs.smac.env import StarCraft2Env
 from marl.envs.smac.maps import list_maps, load_map
 from marl.envs.smac.smacv2.env import SMACv2Env
@@ -20,6 +21,7 @@ from marl.registry import register
 __all__ = [
     "ENGINE_VERSION",
     "SMACV2_GENERATOR_VERSION",
+    "BatchedStarCraft2Env",
     "SMACv2Env",
     "StarCraft2Env",
     "list_maps",

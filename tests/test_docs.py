@@ -1,0 +1,122 @@
+"""The README, the manual in docs/ and the benchmarks index: sizes, links, and the site's strict build."""
+
+import fnmatch
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _backticked(text: str) -> set[str]:
+    return set(re.findall(r"`([^`\s]+)`", text))
+
+
+def test_readme_is_one_screenful_per_question_and_links_the_manual():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 250
+    for heading in (
+        "## Install",
+        "## Quickstart",
+        "## Algorithms",
+        "## Environments",
+        "## Results",
+        "## Citing",
+    ):
+        assert heading in text
+    assert text.index("docs/getting-started.md") < text.index("## Install")  # the index comes first
+    for link in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text):
+        if not link.startswith("http"):
+            assert (ROOT / link).exists(), f"README.md links {link}, which does not exist"
+
+
+def test_every_benchmark_script_and_result_file_is_in_the_index():
+    index = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    names = _backticked(index)
+    scripts = sorted(p.name for p in (ROOT / "benchmarks").glob("*.py"))
+    assert [s for s in scripts if s not in names] == []
+    results = sorted(p.name for p in (ROOT / "benchmarks" / "results").iterdir() if p.is_file())
+    patterns = [n for n in names if "." in n or "*" in n]
+    unindexed = [r for r in results if not any(fnmatch.fnmatch(r, p) for p in patterns)]
+    assert unindexed == []
+
+
+def _nav_pages(nav: list) -> list[str]:
+    out = []
+    for item in nav:
+        value = next(iter(item.values())) if isinstance(item, dict) else item
+        out += _nav_pages(value) if isinstance(value, list) else [value]
+    return out
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+_Loader.add_multi_constructor("!", lambda loader, suffix, node: None)  # mkdocs' !relative tags
+
+
+def test_every_nav_entry_exists():
+    cfg = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_Loader)
+    pages = _nav_pages(cfg["nav"])
+    assert len(pages) == len(set(pages))
+    assert [p for p in pages if not (ROOT / "docs" / p).is_file()] == []
+
+
+def test_the_site_builds_in_strict_mode(tmp_path):
+    pytest.importorskip("mkdocs")
+    pytest.importorskip("material")
+    cmd = [
+        sys.executable,
+        "-m",
+        "mkdocs",
+        "build",
+        "--strict",
+        "-f",
+        str(ROOT / "mkdocs.yml"),
+        "-d",
+        str(tmp_path),
+    ]
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=300, env={"NO_MKDOCS_2_WARNING": "1", "PATH": ""}
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "index.html").is_file() and (tmp_path / "fidelity" / "index.html").is_file()
+    # the benchmarks page includes benchmarks/README.md's index
+    assert "One-off studies" in (tmp_path / "benchmarks" / "index.html").read_text(encoding="utf-8")
+
+
+def test_a_broken_link_fails_the_strict_build(tmp_path):
+    pytest.importorskip("mkdocs")
+    pytest.importorskip("material")
+    site = tmp_path / "repo"
+    shutil.copytree(ROOT / "docs", site / "docs")
+    shutil.copytree(
+        ROOT / "benchmarks", site / "benchmarks", ignore=shutil.ignore_patterns("results", "*.json")
+    )
+    shutil.copy(ROOT / "mkdocs.yml", site / "mkdocs.yml")
+    page = site / "docs" / "training.md"
+    page.write_text(
+        page.read_text(encoding="utf-8") + "\nSee [nowhere](no-such-page.md).\n", encoding="utf-8"
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "mkdocs",
+        "build",
+        "--strict",
+        "-f",
+        str(site / "mkdocs.yml"),
+        "-d",
+        str(tmp_path / "s"),
+    ]
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=300, env={"NO_MKDOCS_2_WARNING": "1", "PATH": ""}
+    )
+    assert done.returncode != 0
+    assert "no-such-page.md" in done.stdout + done.stderr
