@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from marl.checkpoint import CheckpointError, load, load_latest, warn_nonfinite
 from marl.config.cli import build_arg_parser, config_from_args
@@ -55,7 +56,7 @@ def train_main(prog: str, default_alg: str, description: str, argv: Sequence[str
         raise SystemExit(stop.exit_code) from None
 
 
-def evaluate_main(argv: Sequence[str] | None = None, prog: str = "evaluate.py") -> dict[str, float]:
+def evaluate_main(argv: Sequence[str] | None = None, prog: str = "evaluate.py") -> dict[str, Any]:
     """Greedy evaluation of a checkpoint; prints and returns the win rate and mean return."""
     from marl.evaluate import evaluate_payload
 
@@ -98,7 +99,8 @@ def evaluate_main(argv: Sequence[str] | None = None, prog: str = "evaluate.py") 
         )
     except ValueError as err:  # the environment does not fit the checkpoint
         p.error(str(err))
-    result = {k: full[k] for k in ("episodes", "win_rate", "return_mean", "ep_length_mean")}
+    keys = ("episodes", "win_rate", "return_mean", "ep_length_mean", "engine")  # engine: version, backend
+    result = {k: full[k] for k in keys if k in full}
     cfg = payload["meta"]["config"]["env"]
     where = f"{args.map_name or cfg['map_name']} ({args.backend or cfg['backend']})"
     print(f"[evaluate] {payload['_checkpoint']['path']} on {where}: " + json.dumps(result))

@@ -32,7 +32,8 @@ def evaluate_payload(
     """Play ``episodes`` greedy episodes with a loaded checkpoint (:func:`marl.checkpoint.load`).
 
     Returns ``({"episodes", "win_rate", "return_mean", "ep_length_mean", "won", "returns"}, replay path or
-    None)``; ``won`` and ``returns`` list every episode. Raises ``ValueError`` when the environment's sizes
+    None)``; ``won`` and ``returns`` list every episode; ``engine`` is the env's engine record (version and
+    resolved backend) where it has a versioned engine. Raises ``ValueError`` when the environment's sizes
     differ from those the checkpoint was trained on.
     """
     from marl.utils import ms as msu
@@ -50,6 +51,7 @@ def evaluate_payload(
     env_fn = make_env_fn(cfg)
     probe = env_fn(0)
     info = probe.env_info()
+    engine = probe.engine_info() if hasattr(probe, "engine_info") else {}  # what the numbers were played on
     probe.close()
     check_same_env(
         EnvInfo.from_dict(payload["meta"]["env_info"]), info, f"evaluate {payload['_checkpoint']['path']}"
@@ -87,4 +89,6 @@ def evaluate_payload(
         "won": won,
         "returns": returns,
     }
+    if engine:
+        result["engine"] = dict(engine)
     return result, replay

@@ -1,6 +1,8 @@
-"""Where a run's numbers came from: the code's git commit, the package versions and the machine, appended to
+"""Where a run's numbers came from: the code's git commit, the package versions, the machine and the
+environment's engine (its version and resolved backend, e.g. the embedded SMAC engine 0.9.0), appended to
 ``<run>/provenance.jsonl`` at every launch and resume (one JSON object a line), and carried into the run's
-record (:mod:`marl.report.records`), so that a committed result names the code and machine that made it.
+record (:mod:`marl.report.records`), so that a committed result names the code, machine and engine that
+made it.
 """
 
 from __future__ import annotations
@@ -54,23 +56,62 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def provenance(event: str) -> dict[str, Any]:
-    """One provenance entry: ``event`` (``start`` or ``resume``), UTC time, code, versions and machine."""
-    return {
+def provenance(event: str, engine: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One provenance entry: ``event`` (``start`` or ``resume``), UTC time, code, versions, machine and,
+    when the env has a versioned engine, ``engine`` (the env's ``engine_info()``)."""
+    entry = {
         "event": event,
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         **code_version(),
         "versions": _versions(),
         "machine": {"cpu": cpu_model(), "nproc": os.cpu_count()},
     }
+    if engine:
+        entry["engine"] = dict(engine)
+    return entry
 
 
-def append_provenance(run_dir: Path, event: str) -> dict[str, Any]:
-    """Append :func:`provenance` of ``event`` to ``run_dir``'s :data:`PROVENANCE_FILE`; returns the entry."""
-    entry = provenance(event)
+def append_provenance(run_dir: Path, event: str, engine: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Append :func:`provenance` of ``event`` to ``run_dir``'s :data:`PROVENANCE_FILE`; returns the entry.
+    A resume on another engine than the run's last launch prints a warning (the run then mixes engines,
+    and the report keeps it apart from runs on one engine)."""
+    entry = provenance(event, engine)
+    before = engines_of(read_provenance(run_dir))
+    if before and engine_label(before[-1]) != engine_label(entry.get("engine")):
+        print(
+            f"[run] warning: this run was launched on engine {engine_label(before[-1])} and now continues on "
+            f"{engine_label(entry.get('engine'))}; its results mix two engines"
+        )
     with open(Path(run_dir) / PROVENANCE_FILE, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(entry) + "\n")
     return entry
+
+
+def engine_label(record: dict[str, Any] | None) -> str:
+    """One short text per engine record, the key the report pools runs by: ``sim 0.9.0``, ``sim 0.9.0,
+    smacv2 generator 0.9.0``, ``sc2 4.10.0 (Base75689), smac layer 0.9.0``; ``unknown`` without a record
+    (runs recorded before engine versions, and envs without a versioned engine)."""
+    if not record:
+        return "unknown"
+    version = record.get("engine_version", "?")
+    if record.get("backend") == "sc2":
+        text = f"sc2 {record.get('game_version', 'unknown')}, smac layer {version}"
+    else:
+        text = f"{record.get('backend', '?')} {version}"
+    if record.get("generator_version"):
+        text += f", smacv2 generator {record['generator_version']}"
+    return text
+
+
+def engines_of(entries: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """The distinct engine records of a run's provenance entries, in launch order (launches that recorded
+    none are skipped: a run either records its engine at every launch or, before engine versions, never)."""
+    out: list[dict[str, Any]] = []
+    for entry in entries or ():
+        engine = entry.get("engine")
+        if isinstance(engine, dict) and engine and engine not in out:
+            out.append(engine)
+    return out
 
 
 def read_provenance(run_dir: Path) -> list[dict[str, Any]]:

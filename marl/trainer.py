@@ -35,10 +35,10 @@ from marl.checkpoint import AGENT_CKPT, Checkpointer, latest, load_latest
 from marl.config import Config, config_from_dict, config_to_dict, dump_config
 from marl.config.schema import ALG_SECTIONS
 from marl.envs.base import EnvInfo
-from marl.envs.factory import EnvFactory, make_env_fn, probe_env_info  # noqa: F401 (re-exported)
+from marl.envs.factory import EnvFactory, make_env_fn, probe_env, probe_env_info  # noqa: F401 (re-exported)
 from marl.learners.base import Learner, full_length_growth, step_footprint
 from marl.logging import Logger
-from marl.provenance import append_provenance
+from marl.provenance import append_provenance, engine_label
 from marl.run_folder import RunLock, create_run_dir, default_run_name
 from marl.runners import RolloutStats
 from marl.runners.overlap import run_beside
@@ -81,7 +81,7 @@ class Trainer:
         self.cfg = cfg
         msu.setup(threads=cfg.ms_threads, seed=cfg.seed, device=cfg.ms_device)
         # -- everything below is validation and building: nothing is written before the folder step --
-        self.info = probe_env_info(cfg)
+        self.info, self.engine = probe_env(cfg)  # engine: version and resolved backend (provenance)
         if payload is not None:
             check_same_env(EnvInfo.from_dict(payload["meta"]["env_info"]), self.info, f"--resume {resume}")
         self.scheme = Scheme(self.info)
@@ -134,7 +134,7 @@ class Trainer:
                 stale.unlink()
                 print(f"[run] removed the stop file {stale} left by an earlier stop")
             dump_config(cfg, self.run_dir / "config.yaml")
-            append_provenance(self.run_dir, "start" if fresh else "resume")
+            append_provenance(self.run_dir, "start" if fresh else "resume", self.engine)
             rewind = int(payload["meta"]["t_env"]) if payload is not None else None
             self.logger = Logger(
                 self.run_dir,
@@ -347,7 +347,8 @@ class Trainer:
         window = RolloutStats()
         train_out: dict[str, float] = {}
         t0, t_env0, reason = time.time(), self.t_env, "t_max reached"
-        print(f"[run] {self.run_dir}  env info: {self.info}")
+        engine = f"  engine: {engine_label(self.engine)}" if self.engine else ""
+        print(f"[run] {self.run_dir}{engine}  env info: {self.info}")
         signals = StopSignals()
         try:
             with signals:

@@ -13,7 +13,9 @@ marl_eval.json (marl-eval's layout, with the absolute metric: each run's best ch
 10x its test episodes, cached in the run folder), profiles.png and sample_efficiency.png. --save-records DIR
 also writes one run record per run into DIR (<alg>_<map>_seed<k>.json: what the report reads, small enough to
 commit); the report reads such records exactly as their run folders (a different record already in DIR for
-the same alg/map/seed is refused unless --force).
+the same alg/map/seed is refused unless --force). Runs of one environment made on different engines (engine
+version or backend, docs/smac.md section 8) are not pooled: the report stops and names them, unless
+--allow-mixed-engines.
 
 The same as ``marl report ...`` (the installed console command).
 """

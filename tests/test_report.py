@@ -184,6 +184,7 @@ def test_report_command_writes_every_file(sweep, capsys):
         "alg": "vdn",
         "seed": 2,
         "budget": 400,
+        "engine": "unknown",  # the fake runs record no engine
         "run_dir": "vdn_m1_seed2",
     } in shown
     with pytest.raises(SystemExit) as exc:

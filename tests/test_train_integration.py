@@ -176,6 +176,15 @@ def test_cli_smoke_on_embedded_3m(tmp_path):
     run_dir = tmp_path / "sm"
     assert _scalar(run_dir, "loss") and _scalar(run_dir, "test_win_rate")
     assert load(latest(run_dir))["meta"]["env_info"]["obs_shape"] == 30
+    from marl.envs.smac import ENGINE_VERSION
+    from marl.provenance import engine_label, read_provenance
+
+    engine = read_provenance(run_dir)[0]["engine"]  # the engine and resolved backend, on the start line too
+    assert engine["engine_version"] == ENGINE_VERSION and engine["backend"] in ("sim", "sc2")
+    assert f"engine: {engine_label(engine)}  env info:" in out.stdout
+    from marl.cli import evaluate_main
+
+    assert evaluate_main(["--checkpoint", str(run_dir), "--episodes", "2", "--envs", "1"])["engine"] == engine
 
 
 def test_checkpoints_export_the_agent_as_a_mindspore_ckpt(tmp_path):

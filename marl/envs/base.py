@@ -118,6 +118,11 @@ class MultiAgentEnv(abc.ABC):
         """Typed :class:`EnvInfo` of this environment."""
         return EnvInfo.from_dict(self.get_env_info())
 
+    def engine_info(self) -> dict[str, Any]:
+        """The engine behind this env and its version (SMAC: ``engine_version``, ``backend``, ...), which
+        run provenance and reports carry; empty for environments without a versioned engine."""
+        return {}
+
     def feature_bounds(self) -> dict[str, tuple[float, float]]:
         """Bounds of every value of ``obs`` and ``state`` (for declared spaces); default: unknown."""
         return {"obs": (-np.inf, np.inf), "state": (-np.inf, np.inf)}

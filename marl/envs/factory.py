@@ -59,10 +59,17 @@ def make_env_fn(cfg: Config, seed_offset: int = 0) -> EnvFactory:
     )
 
 
-def probe_env_info(cfg: Config) -> EnvInfo:
-    """Build one env, read its :class:`EnvInfo`, close it."""
+def probe_env(cfg: Config) -> tuple[EnvInfo, dict[str, Any]]:
+    """Build one env, read its :class:`EnvInfo` and its engine record (``engine_info()``: version and
+    resolved backend; empty for envs without a versioned engine), close it."""
     env = make_env_fn(cfg)(0)
     try:
-        return env.env_info()
+        engine = env.engine_info() if hasattr(env, "engine_info") else {}
+        return env.env_info(), dict(engine)
     finally:
         env.close()
+
+
+def probe_env_info(cfg: Config) -> EnvInfo:
+    """Build one env, read its :class:`EnvInfo`, close it."""
+    return probe_env(cfg)[0]

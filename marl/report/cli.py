@@ -10,10 +10,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from marl.report.engines import engines_by_env, mixed_engines
 from marl.report.marl_eval import check_marl_eval, to_marl_eval
 from marl.report.plots import plot_profiles, plot_sample_efficiency
 from marl.report.records import CURVE_KEYS, record_of, write_records
-from marl.report.runs import Run, load_runs
+from marl.report.runs import Run, add_absolute, load_runs
 from marl.report.summary import analyse, markdown_tables
 
 FILES = ("report.md", "report.json", "marl_eval.json", "profiles.png", "sample_efficiency.png")
@@ -38,6 +39,11 @@ def write_report(
     result = analyse(runs, metric, target, reps, seed)
     data, left_out = to_marl_eval(runs, metric)
     notes = [*notes, *left_out]
+    if mixed_engines(runs):  # only with --allow-mixed-engines: say so beside the tables
+        for env, by in engines_by_env(runs).items():
+            if len(by) > 1 or any(" -> " in label for label in by):
+                shown = ", ".join(f"{len(rs)} on {label}" for label, rs in by.items())
+                notes.append(f"{env}: runs of different engines pooled (--allow-mixed-engines): {shown}")
     if data:
         notes += check_marl_eval(data)
         (out / "marl_eval.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
@@ -49,6 +55,7 @@ def write_report(
             "alg": r.alg,
             "seed": r.seed,
             "budget": r.budget,
+            "engine": r.engine,
             "run_dir": _shown(r.run_dir, out),
         }
         for r in runs
@@ -133,6 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--force", action="store_true", help="with --save-records: replace different records already in DIR"
     )
+    p.add_argument(
+        "--allow-mixed-engines",
+        action="store_true",
+        help="pool runs of one environment made on different engine versions or backends (refused by "
+        "default; each row then names its engines)",
+    )
     p.add_argument("--readme", action="store_true", help="regenerate the results blocks (README, docs/)")
     p.add_argument("--check", action="store_true", help="with --readme: only check, exit 1 when out of date")
     return p
@@ -153,9 +166,12 @@ def report_main(argv: Sequence[str] | None = None) -> int:
     if args.force and args.save_records is None:
         p.error("--force goes with --save-records DIR")
     try:
-        runs, skipped = load_runs(
-            list(args.runs), args.metric, args.target, not args.no_absolute, args.envs, args.min_steps
-        )
+        runs, skipped = load_runs(list(args.runs), args.metric, args.target, min_steps=args.min_steps)
+        refusal = None if args.allow_mixed_engines else mixed_engines(runs)
+        if refusal:  # before any evaluation or file is written
+            p.error(refusal)
+        if not args.no_absolute:
+            skipped += add_absolute(runs, args.envs)
         if args.save_records is not None:
             saved = save_records(runs, args.save_records, args.metric, args.force)
             print(f"[report] {len(saved)} run records in {args.save_records}", file=sys.stderr)

@@ -15,6 +15,11 @@ times the test episodes. marl-eval needs every run of an environment to hold the
 trims to the shortest otherwise: :func:`check_marl_eval` reports that as a warning. marl-eval's JSON
 logger also writes ``elapsed_time`` into each step, but its data check (``DiagnoseData.check_data``, 0.0.4)
 then finds the steps' metrics differ from the absolute metrics', so it is not written here.
+
+The layout has no room for metadata (marl-eval reads every top-level key as an environment and every key of
+a step as a metric), so the engine goes into the environment's name, the one key marl-eval keeps results
+apart by, as Gymnasium's ids carry their version: runs on an engine are under ``smac (sim 0.9.0)``; runs
+recorded before engine versions keep the bare name (``smac``).
 """
 
 from __future__ import annotations
@@ -63,7 +68,8 @@ def to_marl_eval(runs: Sequence[Run], metric: str = "test_win_rate") -> tuple[di
         if with_wins:
             absolute = {"win_rate": [float(run.absolute["win_rate"])], **absolute}
         body[ABSOLUTE] = absolute  # last key: marl-eval reads the last entry as the absolute metric
-        alg = data.setdefault(run.env, {}).setdefault(run.task.lower(), {}).setdefault(run.alg.upper(), {})
+        env = run.env if run.engine == "unknown" else f"{run.env} ({run.engine.lower()})"
+        alg = data.setdefault(env, {}).setdefault(run.task.lower(), {}).setdefault(run.alg.upper(), {})
         key = f"seed_{run.seed}"
         if key in alg:
             notes.append(f"{run.run_dir}: left out of marl-eval JSON (a second run of seed {run.seed})")

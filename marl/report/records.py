@@ -7,8 +7,10 @@ A record holds what :func:`marl.report.runs.load_run` reads from a run folder (e
 the run folder's name, its resolved ``config.yaml`` as a dict (``results_dir`` cut to its last component, so
 no machine path is committed), the wall-clock span of its ``log.jsonl``, the sweep task's start and end
 (``result.json``) and the run's ``provenance.jsonl`` (git commit, versions and machine of each launch and
-resume, :mod:`marl.provenance`; absent for runs that predate it). Checkpoints are not kept. The reports
-read a record exactly as they read its run folder.
+resume, :mod:`marl.provenance`; absent for runs that predate it), with the engine records found there
+(``engine``: the version and resolved backend of each distinct engine the run was launched on; absent for
+runs recorded before engine versions, which the report calls "unknown"). Checkpoints are not kept. The
+reports read a record exactly as they read its run folder.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 import yaml
 
 from marl.logging.plots import read_scalars
-from marl.provenance import read_provenance
+from marl.provenance import engines_of, read_provenance
 from marl.run_folder import LOG_FILE
 
 RECORD_FORMAT = "marl-run-record"
@@ -101,6 +103,9 @@ def record_from_run_dir(run_dir: Path, keys: Iterable[str] = CURVE_KEYS) -> dict
     provenance = read_provenance(run_dir)
     if provenance:
         record["provenance"] = provenance
+    engines = engines_of(provenance)
+    if engines:
+        record["engine"] = engines
     if "results_dir" in cfg:  # its last component only: a committed record holds no machine path
         cfg = {**cfg, "results_dir": Path(str(cfg["results_dir"])).name}
     record["config"] = cfg

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from marl.logging.plots import read_scalars
+from marl.provenance import engine_label, engines_of
 from marl.report.records import ABSOLUTE_FILE, RECORD_NAME, RecordError, read_record, record_from_run_dir
 from marl.run_folder import LOG_FILE
 
@@ -83,6 +84,7 @@ class Run:
     started: float = math.nan  # wall-clock start and end of the sweep's task (its result.json), if any
     finished: float = math.nan
     code: tuple[str, ...] = ()  # the code of each launch and resume (provenance): short commit, "+" if dirty
+    engine: str = "unknown"  # engine_of: its engine version and backend; "unknown" before engine versions
 
 
 def code_of(provenance: list[dict[str, Any]] | None) -> tuple[str, ...]:
@@ -95,6 +97,20 @@ def code_of(provenance: list[dict[str, Any]] | None) -> tuple[str, ...]:
         if name not in out:
             out.append(name)
     return tuple(out)
+
+
+def engine_of(record: dict[str, Any]) -> str:
+    """The engine label of a run record (:func:`marl.provenance.engine_label`): ``sim 0.9.0`` ...; several
+    joined by `` -> `` when the run was resumed on another engine, or its absolute metric was evaluated on
+    another one; ``unknown`` when it recorded none."""
+    engines = record.get("engine")
+    if not isinstance(engines, list):
+        engines = engines_of(record.get("provenance"))
+    labels = [engine_label(e) for e in engines if isinstance(e, dict)]
+    absolute = (record.get("absolute") or {}).get("engine")
+    if labels and isinstance(absolute, dict) and engine_label(absolute) not in labels:
+        labels.append(engine_label(absolute) + " (absolute metric)")
+    return " -> ".join(labels) or "unknown"
 
 
 def is_run_dir(folder: Path) -> bool:
@@ -160,6 +176,7 @@ def run_from_record(record: dict[str, Any], metric: str, target: float, source: 
         started=float(task.get("started", math.nan)),
         finished=float(task.get("finished", math.nan)),
         code=code_of(record.get("provenance")),
+        engine=engine_of(record),
     )
 
 
@@ -233,10 +250,22 @@ def load_runs(
         if run.budget < min_steps:
             skipped.append(f"{d}: left out, its last test phase is at {run.budget:,} steps (< {min_steps:,})")
             continue
-        if absolute and run.absolute is None:
+        runs.append(run)
+    runs = sorted(runs, key=lambda r: r.run_dir)
+    if absolute:
+        skipped += add_absolute(runs, n_envs)
+    return runs, skipped
+
+
+def add_absolute(runs: list[Run], n_envs: int = 8) -> list[str]:
+    """Evaluate the absolute metric of every run folder among ``runs`` that has none cached
+    (:func:`compute_absolute`; minutes on SMAC); returns notes on the runs left without one."""
+    notes = []
+    for run in runs:
+        if run.absolute is None:
+            d = run.run_dir
             run.absolute = None if d.is_file() else compute_absolute(d, n_envs=n_envs)
             if run.absolute is None:
                 why = "a run record keeps no checkpoint" if d.is_file() else "no checkpoint"
-                skipped.append(f"{d}: {why}, so no absolute metric")
-        runs.append(run)
-    return sorted(runs, key=lambda r: r.run_dir), skipped
+                notes.append(f"{d}: {why}, so no absolute metric")
+    return notes

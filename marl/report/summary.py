@@ -110,6 +110,7 @@ def analyse(
             "reached": len(rs) - censored,
             "budget_min": min(r.budget for r in rs),
             "code": sorted({c for r in rs for c in r.code}),
+            "engine": sorted({r.engine for r in rs}),
         }
         absolute = [r.absolute for r in rs if r.absolute is not None]
         row["absolute"] = None
@@ -148,6 +149,9 @@ def analyse(
         "rows": rows,
         "poi": poi,
         "aggregate": aggregate(runs, reps, seed),
+        "engines": {
+            env: sorted({r.engine for r in runs if r.env == env}) for env in sorted({r.env for r in runs})
+        },
     }
 
 
@@ -159,13 +163,26 @@ def _seeds(seeds: Sequence[int]) -> str:
     return f"{len(seeds)} ({', '.join(map(str, seeds))})" if len(seeds) <= 5 else str(len(seeds))
 
 
+def _engines(result: dict[str, Any]) -> tuple[str, bool]:
+    """The engines named in the tables' headings (`` — smac on engine sim 0.9.0``), and whether some
+    environment mixes engines (then each row names its own); nothing for reports written before engine
+    versions."""
+    engines = result.get("engines") or {}
+    if not engines:
+        return "", False
+    text = "; ".join(f"{env} on engine {' + '.join(labels)}" for env, labels in engines.items())
+    return f" — {text}", any(len(labels) > 1 for labels in engines.values())
+
+
 def markdown_tables(result: dict[str, Any], heading: str = "###") -> str:
-    """The report's tables: per group, then probability of improvement (when two algorithms share a map)."""
+    """The report's tables: per group, then probability of improvement (when two algorithms share a map).
+    Every heading names the runs' engines (reports written since engine versions)."""
     metric, target = result["metric"], result["target"]
+    on, mixed = _engines(result)
     all_n = sorted({len(r["seeds"]) for r in result["rows"]})
     n_text = " or ".join(map(str, all_n))
     lines = [
-        f"{heading} Final {metric} (greedy test phases) and env steps to {target:g}",
+        f"{heading} Final {metric} (greedy test phases) and env steps to {target:g}{on}",
         "",
         f"IQM and mean over {n_text} seed{'' if all_n == [1] else 's'} per row (the protocol asks for "
         f"{PROTOCOL_SEEDS}{'; a one-seed CI is that seed' if 1 in all_n else ''}), each with its "
@@ -175,8 +192,8 @@ def markdown_tables(result: dict[str, Any], heading: str = "###") -> str:
         "runs were launched from (their provenance; + where files differed from the commit).",
         "",
         "| env | map | alg | seeds | final IQM | final mean | steps to target IQM | steps mean | reached "
-        "| absolute IQM | absolute mean | code |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| absolute IQM | absolute mean | code |" + (" engine |" if mixed else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if mixed else ""),
     ]
     for r in result["rows"]:
         censored = r["reached"] < len(r["seeds"])
@@ -197,12 +214,13 @@ def markdown_tables(result: dict[str, Any], heading: str = "###") -> str:
             abs_iqm,
             abs_mean,
             ", ".join(r.get("code") or ()) or "—",  # reports written before provenance have none
+            *([" + ".join(r.get("engine") or ["unknown"])] if mixed else []),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     if result["poi"]:
         lines += [
             "",
-            f"{heading} Probability of improvement (final {metric})",
+            f"{heading} Probability of improvement (final {metric}){on}",
             "",
             "P(X > Y): the chance that a run of X ends above a run of Y on the same map (ties count one "
             "half), with its 95 % CI from independent stratified bootstraps; seeds per side as listed.",
@@ -215,17 +233,17 @@ def markdown_tables(result: dict[str, Any], heading: str = "###") -> str:
                 f"| {p['env']} | {p['task']} | {p['x']} | {p['y']} | {p['n_x']} / {p['n_y']} | "
                 f"{p['p']:.2f} [{p['lo']:.2f}, {p['hi']:.2f}] |"
             )
-    lines += _aggregate_lines(result.get("aggregate") or [], metric, heading)  # absent in older reports
+    lines += _aggregate_lines(result.get("aggregate") or [], metric, heading, on)  # absent in older reports
     return "\n".join(lines) + "\n"
 
 
-def _aggregate_lines(agg: list[dict[str, Any]], metric: str, heading: str) -> list[str]:
+def _aggregate_lines(agg: list[dict[str, Any]], metric: str, heading: str, on: str = "") -> list[str]:
     """The aggregate-over-maps section of :func:`markdown_tables` (nothing when no env has one)."""
     if not agg:
         return []
     lines = [
         "",
-        f"{heading} Aggregate over maps (final {metric})",
+        f"{heading} Aggregate over maps (final {metric}){on}",
         "",
         "rliable's aggregate metrics over the maps that all of an environment's algorithms ran with n or "
         "more seeds, the first n of each (n chosen to keep the most runs; maps and n listed below the "

@@ -15,9 +15,12 @@ from marl.envs.smac.env import StarCraft2Env
 from marl.envs.smac.maps import list_maps, load_map
 from marl.envs.smac.smacv2.env import SMACv2Env
 from marl.envs.smac.smacv2.scenarios import is_scenario, list_scenarios
+from marl.envs.smac.version import ENGINE_VERSION, SMACV2_GENERATOR_VERSION
 from marl.registry import register
 
 __all__ = [
+    "ENGINE_VERSION",
+    "SMACV2_GENERATOR_VERSION",
     "BatchedStarCraft2Env",
     "SMACv2Env",
     "StarCraft2Env",

@@ -19,6 +19,7 @@ from marl.envs.smac.fused import FusedPlan, fused_plan, fused_reset, fused_step
 from marl.envs.smac.maps import load_map
 from marl.envs.smac.sim.engine import BatchedSimEngine
 from marl.envs.smac.sim.variants import parse_rules
+from marl.envs.smac.version import ENGINE_VERSION, engine_record
 
 _ACTION_NAMES = ("no-op", "stop", "move north", "move south", "move east", "move west")
 
@@ -355,7 +356,13 @@ class BatchedStarCraft2Env:
             "episode_limit": self.episode_limit,
             "agent_features": list(f.agent_features),
             "enemy_features": list(f.enemy_features),
+            "engine_version": ENGINE_VERSION,
+            "backend": "sim",
         }
+
+    def engine_info(self) -> dict[str, Any]:
+        """The engine record results carry (``StarCraft2Env.engine_info``; always the embedded engine)."""
+        return engine_record("sim", self.map_name, generator=hasattr(self, "scenario"))
 
     def env_stats(self, e: int) -> dict[str, Any]:
         """``StarCraft2Env.get_stats()`` of env ``e``."""

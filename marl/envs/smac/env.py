@@ -20,6 +20,7 @@ from marl.envs.smac.maps import load_map
 from marl.envs.smac.render import episode_frames, outcome, render_frame, save_gif
 from marl.envs.smac.sc2 import EpisodeAborted, resolve_backend
 from marl.envs.smac.types import MapSpec, UnitTable
+from marl.envs.smac.version import ENGINE_VERSION, engine_record
 
 BACKENDS = ("sim", "auto", "sc2")
 _ANNOUNCED: set[str] = set()  # backend choices already printed in this process
@@ -342,7 +343,19 @@ class StarCraft2Env(FusedPath, MultiAgentEnv):
             "episode_limit": self.episode_limit,
             "agent_features": list(self.features.agent_features),
             "enemy_features": list(self.features.enemy_features),
+            "engine_version": self.engine_version,  # extra keys: EnvInfo and SMAC's consumers ignore them
+            "backend": self.backend,
         }
+
+    @property
+    def engine_version(self) -> str:
+        """The version of the engine's dynamics and SMAC's layer over it (``marl.envs.smac.version``)."""
+        return ENGINE_VERSION
+
+    def engine_info(self) -> dict[str, Any]:
+        """The engine record results carry: engine version and the resolved backend (``sim`` or ``sc2``
+        with the game's version); see :func:`marl.envs.smac.version.engine_record`."""
+        return engine_record(self.backend, self.map_name)
 
     def get_stats(self) -> dict[str, Any]:
         return {

@@ -27,6 +27,7 @@ from marl.envs.smac.smacv2.observer import V2Observer
 from marl.envs.smac.smacv2.reference import engine_actions, v2_state
 from marl.envs.smac.smacv2.scenarios import RACE_LETTER, Scenario, get_scenario
 from marl.envs.smac.types import GEN_RL_UNIT_ORDER, MEDIVAC_MAP_TYPES, EnemyOrder, MapSpec, UnitGroup
+from marl.envs.smac.version import engine_record
 
 
 def episode_spec(
@@ -364,3 +365,7 @@ class SMACv2Env(StarCraft2Env):
         info = super().get_env_info()
         info["scenario"] = self.scenario.name
         return info
+
+    def engine_info(self) -> dict[str, Any]:
+        """The engine record (``StarCraft2Env.engine_info``) with SMACv2's generator version."""
+        return engine_record(self.backend, self.map_name, generator=True)
