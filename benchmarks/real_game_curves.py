@@ -40,6 +40,7 @@ from marl.report.paper_runs import (  # noqa: E402
     verdict,
 )
 from marl.report.records import CURVE_KEYS, read_record, record_from_run_dir, write_record  # noqa: E402
+from marl.report.runs import engine_of  # noqa: E402
 
 # our preset -> the paper's algorithm name in the data
 PAPER_ALG = {"qmix_smac_paper": "QMIX", "vdn_smac_paper": "VDN", "iql_smac_paper": "IQL"}
@@ -134,7 +135,34 @@ def plot_map(map_name: str, alg: str, records: list[dict], game: list, png: Path
     fig.savefig(png, dpi=90)
 
 
-def report(records_dir: Path, out: Path, data: Path) -> str:
+def assign_engine(record: dict, version: str, note: str) -> dict:
+    """``record`` with the embedded engine ``version`` it ran on, for a run made before runs recorded their
+    engine; refuses (SystemExit) when the run records one of its own."""
+    if engine_of(record) != "unknown":
+        raise SystemExit(f"{record['task']}: the run records its engine ({engine_of(record)}); drop --engine")
+    return {
+        **record,
+        "engine": [{"engine_version": version, "backend": "sim", "assigned": note or "by hand"}],
+    }
+
+
+def mixed(groups: dict[tuple[str, str], list[dict]]) -> str | None:
+    """The refusal when the runs of one map and algorithm come from different engines, else None."""
+    parts = []
+    for (map_name, alg), recs in sorted(groups.items()):
+        labels = sorted({engine_of(r) for r in recs})
+        if len(labels) > 1 or any(" -> " in label for label in labels):
+            parts.append(f"{alg} {map_name}: " + ", ".join(labels))
+    if not parts:
+        return None
+    return (
+        "refusing to pool runs of different engines: "
+        + "; ".join(parts)
+        + " (--allow-mixed-engines pools them)"
+    )
+
+
+def report(records_dir: Path, out: Path, data: Path, allow_mixed: bool = False) -> str:
     """Write ``<out>.md`` and ``<out>/<alg>_<map>.png`` for every (alg, map) of the records."""
     paper = load_paper_runs(data)
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
@@ -142,6 +170,10 @@ def report(records_dir: Path, out: Path, data: Path) -> str:
         rec = read_record(path)
         if rec["alg"] in PAPER_ALG:
             groups[rec["task"], PAPER_ALG[rec["alg"]]].append(rec)
+    refusal = mixed(groups)
+    if refusal and not allow_mixed:
+        raise SystemExit(refusal)
+    engines = sorted({engine_of(r) for recs in groups.values() for r in recs})
     out.mkdir(parents=True, exist_ok=True)
     head = [
         "| map | alg | steps | game win rate: median [range] (runs) | engine (runs) | game return | engine "
@@ -164,7 +196,7 @@ def report(records_dir: Path, out: Path, data: Path) -> str:
     lines = [
         f"# The engine's learning curves over the SMAC paper's runs on StarCraft II {version}",
         "",
-        f"Records: `{where}`; "
+        f"Engine: {', '.join(engines)}. Records: `{where}`; "
         "the game's runs: `benchmarks/smac_paper_runs.json` (source in the file). A checkpoint's value is a "
         "run's last test at or before it (within 15k steps). Verdict: our median inside the game's range "
         "widened by the sampling error of 32 test episodes (Wilson 95 % for win rates; 1.96 standard errors "
@@ -196,10 +228,21 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("run_dirs", type=Path, nargs="+")
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--force", action="store_true", help="replace records that differ")
+    r.add_argument(
+        "--engine",
+        help="for runs made before engine versions were recorded: the sim engine version they ran "
+        "(e.g. 0.9.1); refused when the run records an engine of its own",
+    )
+    r.add_argument("--engine-note", default="", help="why --engine is that version (kept in the record)")
     s = sub.add_parser("report", help="pictures and the checkpoint table")
     s.add_argument("--records", type=Path, required=True)
     s.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "real_game_curves")
     s.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    s.add_argument(
+        "--allow-mixed-engines",
+        action="store_true",
+        help="pool the runs of one map and algorithm even when they come from different engines",
+    )
     args = p.parse_args(argv)
     if args.cmd == "convert":
         content = convert(json.loads(args.source.read_text(encoding="utf-8")))
@@ -207,9 +250,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{args.out}: {sum(len(v) for a in content['maps'].values() for v in a.values())} runs")
     elif args.cmd == "record":
         for d in args.run_dirs:
-            print(write_record(record_from_run_dir(d, (*CURVE_KEYS, STD_KEY)), args.out, args.force))
+            rec = record_from_run_dir(d, (*CURVE_KEYS, STD_KEY))
+            if args.engine:
+                rec = assign_engine(rec, args.engine, args.engine_note)
+            print(write_record(rec, args.out, args.force))
     else:
-        print(report(args.records, args.out, args.data))
+        print(report(args.records, args.out, args.data, args.allow_mixed_engines))
 
 
 if __name__ == "__main__":

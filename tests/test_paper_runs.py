@@ -91,30 +91,61 @@ def test_wilson_interval_and_verdicts() -> None:
     assert verdict(8.0, r, "return", 4.0) == "below" and verdict(9.0, r, "return", 4.0) == "inside"
 
 
-def test_report_lays_records_over_the_game(tmp_path: Path) -> None:
+def _real_game_curves():
     import importlib.util
-
-    from marl.report.records import RECORD_FORMAT, RECORD_VERSION, write_record
 
     spec = importlib.util.spec_from_file_location(
         "rgc", Path(__file__).parents[1] / "benchmarks/real_game_curves.py"
     )
     rgc = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(rgc)
+    return rgc
+
+
+def _records(folder: Path, engines: dict[int, list | None]) -> None:
+    """Two-point records of qmix_smac_paper on 2c_vs_64zg, one per seed, with the given engines."""
+    from marl.report.records import RECORD_FORMAT, RECORD_VERSION, write_record
+
     curve = {
         "test_win_rate": [[50, 0.0], [300_000, 0.0]],
         "test_return_mean": [[50, 2.0], [300_000, 5.0]],
         "test_return_std": [[50, 1.0], [300_000, 1.0]],
     }
-    for seed in (0, 1):
+    for seed, engine in engines.items():
         rec = {"format": RECORD_FORMAT, "version": RECORD_VERSION, "env": "smac", "task": "2c_vs_64zg",
                "alg": "qmix_smac_paper", "seed": seed, "test_nepisode": 32, "budget": 300_000,
                "curves": curve, "absolute": None, "source": f"run{seed}", "config": {}}  # fmt: skip
-        write_record(rec, tmp_path / "records")
+        if engine is not None:
+            rec["engine"] = engine
+        write_record(rec, folder)
+
+
+SIM = [{"engine_version": "0.9.1", "backend": "sim"}]
+
+
+def test_report_lays_records_over_the_game(tmp_path: Path) -> None:
+    rgc = _real_game_curves()
+    _records(tmp_path / "records", {0: SIM, 1: SIM})
     text = rgc.report(tmp_path / "records", tmp_path / "out", DEFAULT_DATA)
+    assert "Engine: sim 0.9.1." in text
     row = next(line for line in text.splitlines() if line.startswith("| 2c_vs_64zg | QMIX | 300k"))
     # the game: no QMIX run wins by 300k; ours neither (inside); our return of 5 lies below the game's range
     cells = [c.strip() for c in row.split("|")[1:-1]]
     assert cells[3:5] == ["0.00 [0.00, 0.00] (9)", "0.00 (2)"] and cells[-2:] == ["inside", "below"]
     assert "QMIX at 300k: inside on 1 of 1 maps" in text
     assert (tmp_path / "out" / "qmix_2c_vs_64zg.png").stat().st_size > 10_000
+
+
+def test_report_refuses_to_pool_engines_and_record_assigns_one(tmp_path: Path) -> None:
+    rgc = _real_game_curves()
+    _records(tmp_path / "records", {0: SIM, 1: None})
+    with pytest.raises(SystemExit, match=r"QMIX 2c_vs_64zg: sim 0.9.1, unknown \(--allow-mixed-engines"):
+        rgc.report(tmp_path / "records", tmp_path / "out", DEFAULT_DATA)
+    text = rgc.report(tmp_path / "records", tmp_path / "out", DEFAULT_DATA, allow_mixed=True)
+    assert "Engine: sim 0.9.1, unknown." in text
+    # a run made before engine records gets its version by hand, with the reason; a recorded one cannot
+    rec = {"task": "2c_vs_64zg", "provenance": [{"commit": "abc"}]}
+    out = rgc.assign_engine(rec, "0.9.1", "same dynamics (fingerprint)")
+    assert out["engine"] == [{**SIM[0], "assigned": "same dynamics (fingerprint)"}]
+    with pytest.raises(SystemExit, match="records its engine"):
+        rgc.assign_engine(out, "0.9.0", "")
