@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -162,6 +163,23 @@ def mixed(groups: dict[tuple[str, str], list[dict]]) -> str | None:
     )
 
 
+def made_on(groups: dict[tuple[str, str], list[dict]]) -> str:
+    """Where the runs were made, from their provenance: commits, library versions and core counts."""
+    starts = [
+        e
+        for recs in groups.values()
+        for r in recs
+        for e in r.get("provenance") or ()
+        if e.get("event") == "start"
+    ]
+    commits = sorted({str(e.get("commit", "?"))[:7] for e in starts})
+    versions = sorted({", ".join(f"{k} {v}" for k, v in (e.get("versions") or {}).items()) for e in starts})
+    nprocs = sorted({str((e.get("machine") or {}).get("nproc", "?")) for e in starts})
+    return (
+        f"commit {', '.join(commits) or '?'}; {'; '.join(versions) or '?'}; nproc {', '.join(nprocs) or '?'}"
+    )
+
+
 def report(records_dir: Path, out: Path, data: Path, allow_mixed: bool = False) -> str:
     """Write ``<out>.md`` and ``<out>/<alg>_<map>.png`` for every (alg, map) of the records."""
     paper = load_paper_runs(data)
@@ -192,9 +210,15 @@ def report(records_dir: Path, out: Path, data: Path, allow_mixed: bool = False) 
                 counts[alg, t][0] += v == "inside"
                 counts[alg, t][1] += 1
     version = json.loads(data.read_text(encoding="utf-8"))["game_version"]
-    where = records_dir.relative_to(ROOT) if records_dir.is_relative_to(ROOT) else records_dir.name
+    rd = records_dir.resolve()
+    where = rd.relative_to(ROOT) if rd.is_relative_to(ROOT) else rd.name
     lines = [
         f"# The engine's learning curves over the SMAC paper's runs on StarCraft II {version}",
+        "",
+        f"- command: `python benchmarks/real_game_curves.py {' '.join(sys.argv[1:])}`".replace(
+            str(ROOT) + "/", ""
+        ),
+        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; the runs: {made_on(groups)}",
         "",
         f"Engine: {', '.join(engines)}. Records: `{where}`; "
         "the game's runs: `benchmarks/smac_paper_runs.json` (source in the file). A checkpoint's value is a "
@@ -205,6 +229,11 @@ def report(records_dir: Path, out: Path, data: Path, allow_mixed: bool = False) 
         *[
             f"- {alg} at {t // 1000}k: inside on {k} of {n} maps"
             for (alg, t), (k, n) in sorted(counts.items())
+        ],
+        "",
+        *[
+            f"- {alg} {m}: {len(recs)} run(s) on engine {', '.join(sorted({engine_of(r) for r in recs}))}"
+            for (m, alg), recs in sorted(groups.items())
         ],
         "",
         *head,

@@ -127,7 +127,7 @@ def test_report_lays_records_over_the_game(tmp_path: Path) -> None:
     rgc = _real_game_curves()
     _records(tmp_path / "records", {0: SIM, 1: SIM})
     text = rgc.report(tmp_path / "records", tmp_path / "out", DEFAULT_DATA)
-    assert "Engine: sim 0.9.1." in text
+    assert "Engine: sim 0.9.1." in text and "- QMIX 2c_vs_64zg: 2 run(s) on engine sim 0.9.1" in text
     row = next(line for line in text.splitlines() if line.startswith("| 2c_vs_64zg | QMIX | 300k"))
     # the game: no QMIX run wins by 300k; ours neither (inside); our return of 5 lies below the game's range
     cells = [c.strip() for c in row.split("|")[1:-1]]
