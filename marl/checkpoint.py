@@ -8,43 +8,59 @@ A checkpoint is a folder ``run_dir/models/<t_env>/`` (and ``models/best/``) hold
   ``mindspore.load_checkpoint``; not part of the payload (a resume reads ``arrays.npz``);
 * ``meta.json``  – everything else (counters, the config dict, RNG states, ...) as JSON, with tags for
   the values plain JSON cannot hold exactly (tuples, non-finite floats), plus ``_checkpoint``
-  bookkeeping: ``t_env``, ``metric``, ``saved_at``, the format version and the SHA-256 of ``arrays.npz``.
+  bookkeeping: ``t_env``, ``metric``, ``saved_at``, the format version and the SHA-256 of ``arrays.npz``;
+* ``manifest.json`` – written last: the SHA-256 of every other file (:mod:`marl.checkpoint_verify`).
 
 A checkpoint is data, never code: no pickle is written or read (a folder from an older version holding
-``objects.pkl`` is refused with a message). :func:`load` checks the digest, so a truncated or altered
-``arrays.npz`` is reported instead of loaded. :func:`load_latest` walks back to the newest intact
-checkpoint, naming every one it rejects and why. A save writes into a hidden temporary folder, fsyncs
-every file and the folder, then renames it into place, so a crash mid-save leaves the previous checkpoint
-intact; leftovers of a crashed save are removed by the next :class:`Checkpointer`.
+``objects.pkl`` is refused with a message). :func:`load` checks every digest before it parses a file and
+reads ``meta.json`` by a strict schema, so a truncated or altered file is reported instead of loaded (a
+folder written before manifests existed is still read, its ``arrays.npz`` checked against ``meta.json``).
+:func:`load_latest` walks back to the newest intact checkpoint, naming every one it rejects and why. A
+save writes into a hidden temporary folder, fsyncs every file and the folder, then renames it into place,
+so a crash mid-save leaves the previous checkpoint intact; leftovers of a crashed save are removed by the
+next :class:`Checkpointer`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
 import shutil
 import time
+import zipfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from marl.checkpoint_verify import (  # CheckpointError and FORMAT re-exported
+    ARRAY,
+    ARRAYS,
+    FLOAT,
+    FORMAT,
+    LEGACY_PICKLE,
+    MANIFEST,
+    META,
+    SCALAR,
+    TUPLE,
+    CheckpointError,
+    decode_tree,
+    parse_meta,
+    sha256,
+    verify_files,
+    write_manifest,
+)
+
 MODELS = "models"
 AGENT_CKPT = "agent.ckpt"  # the acting network in MindSpore's checkpoint format (written by the trainer)
 BEST = "best"
-FORMAT = 2  # 1: the pickle-holding layout of marl 0.1 (refused)
 _TMP_PREFIX = ".tmp-"
 _OLD_PREFIX = ".old-"
-_ARRAYS, _META, _LEGACY_PICKLE = "arrays.npz", "meta.json", "objects.pkl"
+_ARRAYS, _META, _LEGACY_PICKLE = ARRAYS, META, LEGACY_PICKLE
 _SEP = "/"
-_ARRAY, _SCALAR, _TUPLE, _FLOAT = "__array__", "__numpy_scalar__", "__tuple__", "__float__"
-
-
-class CheckpointError(RuntimeError):
-    """A checkpoint folder is missing, unreadable, corrupt or holds something a checkpoint may not."""
+_ARRAY, _SCALAR, _TUPLE, _FLOAT = ARRAY, SCALAR, TUPLE, FLOAT
 
 
 # --------------------------------------------------------------------------------------------- codec
@@ -79,25 +95,6 @@ def _encode(payload: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], dict[str
     return arrays, enc(payload, "")
 
 
-def _decode(node: Any, arrays: Mapping[str, np.ndarray]) -> Any:
-    """Inverse of :func:`_encode`."""
-    if isinstance(node, list):
-        return [_decode(x, arrays) for x in node]
-    if not isinstance(node, dict):
-        return node
-    if len(node) == 1:
-        ((tag, val),) = node.items()
-        if tag == _ARRAY:
-            return arrays[val]
-        if tag == _SCALAR:
-            return arrays[val][()]
-        if tag == _TUPLE:
-            return tuple(_decode(x, arrays) for x in val)
-        if tag == _FLOAT:
-            return float(val)
-    return {k: _decode(v, arrays) for k, v in node.items()}
-
-
 # ---------------------------------------------------------------------------------------------- files
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
@@ -107,23 +104,16 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def write_checkpoint(folder: Path, payload: Mapping[str, Any], t_env: int, metric: float | None) -> None:
-    """Write ``arrays.npz`` and ``meta.json`` into ``folder`` (which must exist) and fsync them."""
+    """Write ``arrays.npz`` and ``meta.json`` into ``folder`` (which must exist) and fsync them (the caller
+    adds its extra files, then :func:`~marl.checkpoint_verify.write_manifest`)."""
     arrays, tree = _encode(payload)
     with open(folder / _ARRAYS, "wb") as fh:
         np.savez(fh, **arrays)
         fh.flush()
         os.fsync(fh.fileno())
     book = {"t_env": int(t_env), "metric": metric, "saved_at": time.time(), "format": FORMAT}
-    book["arrays_sha256"] = _sha256(folder / _ARRAYS)
+    book["arrays_sha256"] = sha256(folder / _ARRAYS)
     with open(folder / _META, "w", encoding="utf-8") as fh:
         json.dump({"_checkpoint": book, "tree": tree}, fh, allow_nan=False)
         fh.flush()
@@ -151,32 +141,28 @@ def load(path: str | Path) -> dict[str, Any]:
     Raises :class:`CheckpointError` naming the file and the reason when the folder is not intact.
     """
     folder = Path(path)
+    if not folder.is_dir():
+        raise CheckpointError(f"{folder} is not a checkpoint folder (no such folder); see its models/")
     if not (folder / _META).is_file():
-        raise CheckpointError(f"{folder} is not a checkpoint folder (no {_META}); see its models/")
+        raise CheckpointError(f"{folder / _META}: missing, so {folder} is not a checkpoint folder")
     try:
-        with open(folder / _META, encoding="utf-8") as fh:
-            meta = json.load(fh)
-        book, tree = meta["_checkpoint"], meta["tree"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise CheckpointError(f"{folder / _META}: unreadable ({type(exc).__name__}: {exc})") from exc
-    if book.get("format", 1) < FORMAT or (folder / _LEGACY_PICKLE).exists():
-        raise CheckpointError(
-            f"{folder}: written by an older marl with a pickle ({_LEGACY_PICKLE}); it is not loaded because "
-            "unpickling can run code. Re-train, or load it with that older marl and save again."
-        )
-    if not (folder / _ARRAYS).is_file():
-        raise CheckpointError(f"{folder / _ARRAYS}: missing")
-    if _sha256(folder / _ARRAYS) != book.get("arrays_sha256"):
-        raise CheckpointError(f"{folder / _ARRAYS}: corrupt (its SHA-256 differs from the one in {_META})")
-    try:
+        manifest = verify_files(folder)  # every digest, before any file is parsed
+        book, tree = parse_meta(folder, manifest)
+        if not (folder / _ARRAYS).is_file():
+            raise CheckpointError(f"{folder / _ARRAYS}: missing")
+        if not manifest and sha256(folder / _ARRAYS) != book["arrays_sha256"]:
+            raise CheckpointError(
+                f"{folder / _ARRAYS}: corrupt (its SHA-256 differs from the one in {_META})"
+            )
         with np.load(folder / _ARRAYS, allow_pickle=False) as npz:
             arrays = {name: npz[name] for name in npz.files}
-    except (OSError, ValueError) as exc:
-        raise CheckpointError(f"{folder / _ARRAYS}: unreadable ({exc})") from exc
-    try:
-        payload: dict[str, Any] = _decode(tree, arrays)
-    except KeyError as exc:
-        raise CheckpointError(f"{folder / _ARRAYS}: no array {exc} that {_META} refers to") from exc
+    except OSError as exc:  # unreadable file, or an npz that is no zip
+        raise CheckpointError(
+            f"{exc.filename or folder / _ARRAYS}: unreadable ({exc.strerror or exc})"
+        ) from None
+    except (ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+        raise CheckpointError(f"{folder / _ARRAYS}: unreadable ({type(exc).__name__}: {exc})") from None
+    payload: dict[str, Any] = decode_tree(tree, arrays, folder / _META)
     nonfinite = [n for n, a in arrays.items() if a.dtype.kind == "f" and not np.isfinite(a).all()]
     payload["_checkpoint"] = {**book, "path": str(folder), "nonfinite": nonfinite}
     return payload
@@ -203,16 +189,32 @@ def best(run_dir: str | Path) -> Path | None:
     return folder if (folder / _META).is_file() else None
 
 
-def load_latest(run_dir: str | Path, report: Callable[[str], None] = print) -> dict[str, Any]:
+def load_checked(path: str | Path, check: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """:func:`load`, then ``check(payload)`` (which raises :class:`CheckpointError` for a payload its
+    reader cannot use, e.g. :func:`marl.trainer_state.check_payload`)."""
+    payload = load(path)
+    if check is not None:
+        check(payload)
+    return payload
+
+
+def load_latest(
+    run_dir: str | Path,
+    report: Callable[[str], None] = print,
+    check: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
     """The newest *intact* periodic checkpoint of ``run_dir``, walking back past corrupt ones.
 
-    Every rejected folder is reported (path and reason); a checkpoint with non-finite arrays is loaded
-    but reported too. Raises :class:`CheckpointError` when none is intact.
+    Every rejected folder is reported (path and reason), a numbered folder without ``meta.json`` too;
+    ``check`` (see :func:`load_checked`) may reject more. A checkpoint with non-finite arrays is loaded
+    but reported. Raises :class:`CheckpointError` when none is intact.
     """
     rejected = []
-    for folder in reversed(periodic(run_dir)):
+    models = Path(run_dir) / MODELS
+    numbered = [p for p in models.iterdir() if p.name.isdigit() and p.is_dir()] if models.is_dir() else []
+    for folder in sorted(numbered, key=lambda p: int(p.name), reverse=True):
         try:
-            payload = load(folder)
+            payload = load_checked(folder, check)
         except CheckpointError as exc:
             rejected.append(str(exc))
             report(f"[checkpoint] skipping {exc}")
@@ -248,10 +250,9 @@ class Checkpointer:
         best_dir = best(self.run_dir)
         if best_dir is not None:
             try:
-                with open(best_dir / _META, encoding="utf-8") as fh:
-                    self.best_metric = json.load(fh)["_checkpoint"]["metric"]
-            except (OSError, ValueError, KeyError) as exc:  # a corrupt best/ is replaced by the next best
-                print(f"[checkpoint] ignoring unreadable {best_dir / _META}: {exc}")
+                self.best_metric = load(best_dir)["_checkpoint"]["metric"]
+            except CheckpointError as exc:  # a corrupt best/ is replaced by the next best
+                print(f"[checkpoint] ignoring {exc}")
 
     def _recover(self) -> None:
         """Remove temp folders of crashed saves; restore a final folder a crash left swapped out."""
@@ -283,7 +284,7 @@ class Checkpointer:
             metric = None  # a NaN test score never becomes "best"
         final = self.models / str(int(t_env))
         self._write_atomic(final, payload, t_env, metric, exports)
-        self._prune()
+        self._prune(int(t_env))
         if self.save_best and metric is not None and (self.best_metric is None or metric > self.best_metric):
             self._write_atomic(self.models / BEST, payload, t_env, float(metric), exports)
             self.best_metric = float(metric)
@@ -304,17 +305,20 @@ class Checkpointer:
         try:
             write_checkpoint(tmp, payload, t_env, metric)
             for name, write in (exports or {}).items():
-                if name in (_ARRAYS, _META) or "/" in name:
+                if name in (_ARRAYS, _META, MANIFEST) or "/" in name:
                     raise ValueError(f"export name {name!r} is reserved or not a plain file name")
                 write(tmp / name)
+            write_manifest(tmp)
             _fsync_dir(tmp)
             _replace_dir(tmp, final)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
 
-    def _prune(self) -> None:
-        for old in periodic(self.run_dir)[: -self.keep_last]:
+    def _prune(self, t_env: int) -> None:
+        """Keep the newest ``keep_last`` saves up to ``t_env``; a folder numbered beyond it (one a resume
+        walked back past) never pushes out an intact older save."""
+        for old in [p for p in periodic(self.run_dir) if int(p.name) <= t_env][: -self.keep_last]:
             shutil.rmtree(old, ignore_errors=True)
 
     def latest(self) -> Path | None:

@@ -20,9 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from marl.checkpoint import CheckpointError, load, load_latest, warn_nonfinite
+from marl.checkpoint import CheckpointError, load_checked, load_latest, warn_nonfinite
 from marl.config.cli import build_arg_parser, config_from_args
 from marl.run_folder import RunFolderError
+from marl.untrusted import os_error_line
 
 # Bad input of any kind ends in one usage line (exit 2): config keys and values, names the registry does
 # not know, map and Gymnasium ids, run folders, checkpoints that do not fit.
@@ -49,11 +50,23 @@ def train_main(prog: str, default_alg: str, description: str, argv: Sequence[str
         trainer = Trainer(cfg, resume=Path(args.resume) if args.resume else None)
     except USAGE_ERRORS as err:  # ConfigError is a ValueError
         parser.error(_message(err))
+    except OSError as err:  # full disk, read-only file system, permissions: nothing is left half-written
+        parser.error(os_error_line(err, "cannot start the run"))
+    except KeyboardInterrupt:
+        _interrupted("before training began; no run folder was left half-written")
     try:
         return trainer.run()
     except RunStopped as stop:
         print(f"[run] {stop}", file=sys.stderr)
         raise SystemExit(stop.exit_code) from None
+    except OSError as err:  # e.g. the disk filled up while logging; the checkpoints stay intact
+        print(f"[run] {os_error_line(err, 'stopped')}; then --resume {trainer.run_dir}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def _interrupted(what: str) -> None:
+    print(f"\n[marl] interrupted {what}", file=sys.stderr)
+    raise SystemExit(130)
 
 
 def evaluate_main(argv: Sequence[str] | None = None, prog: str = "evaluate.py") -> dict[str, Any]:
@@ -82,7 +95,12 @@ def evaluate_main(argv: Sequence[str] | None = None, prog: str = "evaluate.py") 
 
     path = Path(args.checkpoint)
     try:  # a run folder: its newest intact checkpoint; a checkpoint folder: exactly that one
-        payload = load_latest(path) if (path / "models").is_dir() else load(path)
+        from marl.trainer_state import check_payload
+
+        if (path / "models").is_dir():
+            payload = load_latest(path, check=check_payload)
+        else:
+            payload = load_checked(path, check_payload)
     except CheckpointError as err:
         p.error(str(err))
     warn_nonfinite(payload)
@@ -99,6 +117,8 @@ def evaluate_main(argv: Sequence[str] | None = None, prog: str = "evaluate.py") 
         )
     except ValueError as err:  # the environment does not fit the checkpoint
         p.error(str(err))
+    except OSError as err:  # a replay that cannot be written, ...
+        p.error(os_error_line(err, "evaluate"))
     keys = ("episodes", "win_rate", "return_mean", "ep_length_mean", "engine")  # engine: version, backend
     result = {k: full[k] for k in keys if k in full}
     cfg = payload["meta"]["config"]["env"]

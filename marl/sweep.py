@@ -51,6 +51,7 @@ from marl.sweep_plan import (
     prepare_records,
 )
 from marl.sweep_stop import check_finished, check_not_stopping, clear, request_stop
+from marl.untrusted import BadFileError, read_json, safe_name
 
 __all__ = ["RunResult", "summarize_run", "summary_markdown", "plot_sweep", "plan", "run_sweep", "sweep_main"]
 
@@ -107,7 +108,12 @@ def finished_result(
     if not done.is_file():
         return None
     res = summarize_run(map_name, seed, run_dir, metric, threshold)
-    saved = json.loads(done.read_text(encoding="utf-8"))
+    try:
+        saved = read_json(done)
+    except BadFileError as exc:
+        raise SystemExit(f"sweep.py: {exc}; delete that file to train the run again") from None
+    if not isinstance(saved, dict):
+        raise SystemExit(f"sweep.py: {done}: must hold a JSON object; delete it to train the run again")
     res.started, res.finished = saved.get("started", res.started), saved.get("finished", res.finished)
     return res
 
@@ -126,7 +132,7 @@ def plan(
     runs = []
     for s in seeds:
         for m in maps:
-            run_dir = out / f"{alg}_{m}_seed{s}"
+            run_dir = out / f"{safe_name(f'{alg}_{m}')}_seed{s}"
             cfg = load_config(
                 alg,
                 env=env,

@@ -4,7 +4,6 @@ reused sweep folder means the same experiment, and the check of the ``--records`
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from marl.report.records import (
     write_records,
 )
 from marl.report.sweep_summary import METRIC
+from marl.untrusted import BadFileError, read_json
 
 PLAN_FILE = "sweep.json"  # the sweep's plan: what --resume re-runs
 PLAN_KEYS = ("alg", "env", "overrides", "metric", "threshold")  # must match when a sweep folder is reused
@@ -114,6 +114,38 @@ def parse_run_memory(specs: str | None, maps: list[str]) -> dict[str | None, flo
     return out
 
 
+_PLAN_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "alg": ((str,), "a string"),
+    "env": ((str, type(None)), "a string or null"),
+    "overrides": ((list,), "a list of key=value strings"),
+    "metric": ((str,), "a string"),
+    "threshold": ((int, float), "a finite number"),
+    "maps": ((list,), "a non-empty list of map names"),
+    "seeds": ((list,), "a non-empty list of ints"),
+    "run_memory": ((str, type(None)), "a string or null"),
+    "records": ((str, type(None)), "a string or null"),
+}
+
+
+def read_plan(f: Path) -> dict[str, Any]:
+    """``sweep.json`` checked field by field; ``SystemExit`` naming the file and the field otherwise."""
+    try:
+        plan_ = read_json(f)
+    except BadFileError as exc:
+        raise SystemExit(f"sweep.py: {exc}") from None
+    if not isinstance(plan_, dict):
+        raise SystemExit(f"sweep.py: {f}: must hold a JSON object (the sweep's plan)")
+    for key, (types, what) in _PLAN_FIELDS.items():
+        v = plan_.get(key)
+        ok = isinstance(v, types) and not isinstance(v, bool)
+        if ok and isinstance(v, list):
+            item = int if key == "seeds" else str
+            ok = all(isinstance(x, item) and not isinstance(x, bool) for x in v) and (key == "overrides" or v)
+        if not ok:
+            raise SystemExit(f"sweep.py: {f}: {key} must be {what}, got {v!r}")
+    return plan_
+
+
 def merge_plan(out: Path, record: dict[str, Any]) -> dict[str, Any]:
     """The plan to record in ``out``: ``record``, or an earlier plan of that folder extended by its maps and
     seeds. A folder holding a sweep of other settings is an error naming them (a resumed sweep must mean
@@ -121,7 +153,7 @@ def merge_plan(out: Path, record: dict[str, Any]) -> dict[str, Any]:
     f = out / PLAN_FILE
     if not f.is_file():
         return record
-    old = json.loads(f.read_text(encoding="utf-8"))
+    old = read_plan(f)
     differ = [f"{k}: {old.get(k)!r} there, {record[k]!r} now" for k in PLAN_KEYS if old.get(k) != record[k]]
     if differ:
         raise SystemExit(
@@ -144,7 +176,7 @@ def args_from_plan(args: argparse.Namespace) -> argparse.Namespace:
     f = folder / PLAN_FILE
     if not f.is_file():
         raise SystemExit(f"sweep.py: --resume {folder}: no {PLAN_FILE} there (not a sweep folder)")
-    plan_ = json.loads(f.read_text(encoding="utf-8"))
+    plan_ = read_plan(f)
     seeds = plan_["seeds"]
     if seeds != list(range(seeds[0], seeds[0] + len(seeds))):
         raise SystemExit(f"sweep.py: --resume {folder}: its seeds {seeds} are not a contiguous range")

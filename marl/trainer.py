@@ -36,16 +36,25 @@ from marl.config import Config, config_from_dict, config_to_dict, dump_config
 from marl.config.schema import ALG_SECTIONS
 from marl.envs.base import EnvInfo
 from marl.envs.factory import EnvFactory, make_env_fn, probe_env, probe_env_info  # noqa: F401 (re-exported)
+from marl.interrupt import raise_on_interrupt
 from marl.learners.base import Learner, full_length_growth, step_footprint
 from marl.logging import Logger
 from marl.provenance import append_provenance, engine_label
-from marl.run_folder import RunLock, create_run_dir, default_run_name
+from marl.run_folder import (
+    RunBusyError,
+    RunLock,
+    create_run_dir,
+    default_run_name,
+    read_log,
+    remove_failed_start,
+)
 from marl.runners import RolloutStats
 from marl.runners.overlap import run_beside
 from marl.signals import NonFiniteError, RunStopped, StopSignals, exit_code, nonfinite_report
 from marl.trainer_state import (  # nest/flatten re-exported: checkpoints' learner-state layout
     STOP_FILE,
     buffer_state,
+    check_payload,
     check_same_env,
     env_rng_states,
     flatten_arrays,
@@ -75,7 +84,8 @@ class Trainer:
             resume = Path(resume)
             if not (resume / "models").is_dir():
                 raise FileNotFoundError(f"--resume {resume}: not a run folder (no models/ inside)")
-            payload = load_latest(resume)
+            payload = load_latest(resume, check=check_payload)
+            read_log(resume)  # a malformed log.jsonl is refused before anything is written
             if cfg is None:  # else: the caller's config (the saved one plus command-line overrides)
                 cfg = config_from_dict(payload["meta"]["config"])
         self.cfg = cfg
@@ -121,12 +131,24 @@ class Trainer:
         if payload is not None and "envs" in payload:
             set_env_rng_states(self.runner, payload["envs"])
         # -- the folder: created (fresh run) or locked and rewound (resume) --
+        with raise_on_interrupt():  # a Ctrl-C here is undone like any failure (CLI runs)
+            self._open_folder(resume, run_dir, payload)
+
+    def _open_folder(self, resume: Path | None, run_dir: Path | None, payload: dict[str, Any] | None) -> None:
+        """Create (or, resuming, lock and rewind) the run folder; a failure leaves no stray folder or file."""
+        cfg = self.cfg
         fresh = resume is None
         try:
             self.run_dir = resume if resume is not None else self._new_folder(run_dir)
-            self.lock = RunLock(self.run_dir).acquire()
         except BaseException:
             self.runner.close()
+            raise
+        try:
+            self.lock = RunLock(self.run_dir).acquire()
+        except BaseException as exc:
+            self.runner.close()
+            if fresh and not isinstance(exc, RunBusyError):
+                remove_failed_start(self.run_dir)  # e.g. a full disk: no folder holding only .lock
             raise
         try:
             stale = self.run_dir / STOP_FILE

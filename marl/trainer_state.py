@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from marl.buffers import EpisodeBatch, ReplayBuffer, Scheme
+from marl.checkpoint_verify import META, CheckpointError
 from marl.envs.base import EnvInfo
 
 STOP_FILE = "stop"
@@ -42,6 +43,54 @@ def flatten_arrays(tree: dict[str, Any], prefix: str = "") -> dict[str, np.ndarr
         else:
             flat[f"{prefix}{key}"] = value
     return flat
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v >= 0
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))
+
+
+def check_payload(payload: dict[str, Any]) -> None:
+    """Refuse a loaded trainer checkpoint whose content a resume or an evaluation cannot use (a
+    :class:`CheckpointError` naming ``meta.json`` and the field), so the caller walks back past it."""
+    from marl.config import config_from_dict
+
+    where = f"{payload['_checkpoint']['path']}/{META}"
+
+    def need(ok: bool, field: str, what: str) -> None:
+        if not ok:
+            raise CheckpointError(f"{where}: {field} must be {what}")
+
+    meta = payload.get("meta")
+    need(isinstance(meta, dict), "meta", "an object")
+    for key in ("t_env", "episode", "train_steps"):
+        need(_is_int(meta.get(key)), f"meta.{key}", "an int >= 0")
+    need(meta["t_env"] == payload["_checkpoint"]["t_env"], "meta.t_env", "the checkpoint's t_env")
+    last = meta.get("last")
+    need(isinstance(last, dict) and all(_is_num(v) for v in last.values()), "meta.last", "numbers by name")
+    need(_is_num(meta.get("best_metric")), "meta.best_metric", "a number")
+    need(isinstance(payload.get("arrays"), dict), "arrays", "an object of arrays")
+    rng = payload.get("rng")
+    need(isinstance(rng, dict), "rng", "an object")
+    for key in ("trainer", "controller"):
+        need(isinstance(rng.get(key), dict), f"rng.{key}", "a NumPy bit-generator state")
+    try:
+        config_from_dict(
+            meta.get("config") if isinstance(meta.get("config"), dict) else {}, f"{where}: config"
+        )
+        EnvInfo.from_dict(meta["env_info"])
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise CheckpointError(f"{where}: meta.config or meta.env_info unusable ({exc})") from None
+    need(isinstance(meta.get("config"), dict), "meta.config", "an object")
+    if "buffer" in payload:
+        need(
+            isinstance(payload["buffer"], dict) and _is_int(payload["buffer"].get("size")),
+            "buffer",
+            "an object with size",
+        )
 
 
 def check_same_env(trained: EnvInfo, now: EnvInfo, what: str) -> None:

@@ -14,6 +14,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from marl.interrupt import exit_on_interrupt  # noqa: E402
+
+exit_on_interrupt()  # Ctrl-C during the imports below: one line, exit 130
 from marl.cli import train_main  # noqa: E402
 
 if __name__ == "__main__":

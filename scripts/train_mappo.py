@@ -16,6 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from marl.interrupt import exit_on_interrupt  # noqa: E402
+
+exit_on_interrupt()  # Ctrl-C during the imports below: one line, exit 130
 import marl.learners.ppo_learner  # noqa: E402,F401  (registers the "ppo" learner)
 from marl.cli import train_main  # noqa: E402
 

@@ -52,7 +52,7 @@ def test_round_trip_keeps_arrays_types_and_rng_state(tmp_path: Path) -> None:
     payload = make_payload(1000)
     path = Checkpointer(tmp_path).save(1000, payload)
     assert path == tmp_path / "models" / "1000"
-    assert {p.name for p in path.iterdir()} == {"arrays.npz", "meta.json"}  # no pickle
+    assert {p.name for p in path.iterdir()} == {"arrays.npz", "meta.json", "manifest.json"}  # no pickle
     loaded = load(path)
     meta = loaded.pop("_checkpoint")
     assert meta["t_env"] == 1000 and meta["metric"] is None and meta["path"] == str(path)

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from marl.config.schema import ALG_SECTIONS, LEARNER_CONFIGS, Config
+from marl.untrusted import check_name
 
 __all__ = [
     "DICT_FIELDS",
@@ -240,6 +241,11 @@ def check_ranges(cfg: Config) -> None:
     for key, ok, allowed in checks:
         if not ok:
             raise ConfigError(f"{key} must be {allowed}, got {_get(cfg, key)!r}")
+    if cfg.run_name:  # a name that becomes a folder: one path component, checked before anything is written
+        try:
+            check_name(cfg.run_name, "run_name")
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
 
 
 def _get(cfg: Config, key: str) -> Any:

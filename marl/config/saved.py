@@ -57,8 +57,12 @@ def dump_config(cfg: Config, path: str | Path | None = None) -> str:
         path = config_path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)  # never leave a half-written config.yaml behind
+        try:
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)  # never leave a half-written config.yaml behind
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # nor its temp file (a full disk, Ctrl-C)
+            raise
     return text
 
 

@@ -13,6 +13,22 @@ from typing import Any
 import numpy as np
 
 
+class AgentIdError(IndexError, KeyError):
+    """An agent id outside ``0..n_agents-1``: SMAC raises ``KeyError`` there, a list ``IndexError``; this is
+    both (a negative id never silently means "count from the end")."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def check_agent_id(agent_id: Any, n_agents: int) -> int:
+    """``agent_id`` as an int, or :class:`AgentIdError` naming it and the valid range."""
+    ok = isinstance(agent_id, (int, np.integer)) and not isinstance(agent_id, (bool, np.bool_))
+    if not ok or not 0 <= agent_id < n_agents:
+        raise AgentIdError(f"agent_id {agent_id!r} is out of range: this env has agents 0..{n_agents - 1}")
+    return int(agent_id)
+
+
 @dataclass(frozen=True)
 class EnvInfo:
     """What an environment is: team size, feature sizes, action space and episode limit.
@@ -91,12 +107,14 @@ class MultiAgentEnv(abc.ABC):
         """SMAC-style info dict; ``EnvInfo.from_dict`` turns it into an :class:`EnvInfo`."""
 
     def get_obs_agent(self, agent_id: int) -> np.ndarray:
-        """Observation of one agent."""
-        return self.get_obs()[agent_id]
+        """Observation of one agent (an id outside ``0..n_agents-1`` raises :class:`AgentIdError`)."""
+        obs = self.get_obs()
+        return obs[check_agent_id(agent_id, len(obs))]
 
     def get_avail_agent_actions(self, agent_id: int) -> list[int]:
-        """Available-action mask of one agent."""
-        return self.get_avail_actions()[agent_id]
+        """Available-action mask of one agent (an id outside ``0..n_agents-1``: :class:`AgentIdError`)."""
+        avail = self.get_avail_actions()
+        return avail[check_agent_id(agent_id, len(avail))]
 
     def get_obs_size(self) -> int:
         """Observation length."""

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from marl.envs.base import MultiAgentEnv
+from marl.envs.base import MultiAgentEnv, check_agent_id
 from marl.registry import register
 
 N_FIXED = 2  # 0 no-op, 1 stop
@@ -117,6 +117,7 @@ class FakeSmacEnv(MultiAgentEnv):
 
     # -- features --------------------------------------------------------------------------------
     def get_obs_agent(self, agent_id: int) -> np.ndarray:
+        agent_id = check_agent_id(agent_id, self.n_agents)
         if self.agent_hp[agent_id] <= 0:
             return np.zeros(self.obs_size, dtype=np.float32)
         avail = np.asarray(self.get_avail_agent_actions(agent_id), dtype=np.float32)
@@ -145,6 +146,7 @@ class FakeSmacEnv(MultiAgentEnv):
         ).astype(np.float32)
 
     def get_avail_agent_actions(self, agent_id: int) -> list[int]:
+        agent_id = check_agent_id(agent_id, self.n_agents)
         avail = [0] * self.n_actions
         if self.agent_hp[agent_id] <= 0:
             avail[0] = 1

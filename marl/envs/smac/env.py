@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from marl.envs.base import MultiAgentEnv
+from marl.envs.base import MultiAgentEnv, check_agent_id
 from marl.envs.smac.env_fused import FusedPath, FusedSingle, frame_table
 from marl.envs.smac.features import N_ACTIONS_NO_ATTACK, RUNNING, SmacFeatures, SmacOptions, Units, max_reward
 from marl.envs.smac.maps import load_map
@@ -243,6 +243,7 @@ class StarCraft2Env(FusedPath, MultiAgentEnv):
 
     def action_name(self, agent_id: int, action: int) -> str:
         """Readable name of an action of one agent."""
+        agent_id = check_agent_id(agent_id, self.n_agents)
         if action < N_ACTIONS_NO_ATTACK:
             return _ACTION_NAMES[action]
         if self.features.ally_medivac[agent_id]:
@@ -277,7 +278,7 @@ class StarCraft2Env(FusedPath, MultiAgentEnv):
 
     def get_obs_agent(self, agent_id: int) -> np.ndarray:
         self._require_view()
-        return self._obs[agent_id]
+        return self._obs[check_agent_id(agent_id, self.n_agents)]
 
     def get_obs_size(self) -> int:
         return self.features.obs_size
@@ -317,7 +318,7 @@ class StarCraft2Env(FusedPath, MultiAgentEnv):
 
     def get_avail_agent_actions(self, agent_id: int) -> list[int]:
         self._require_view()
-        return self._avail[agent_id].tolist()
+        return self._avail[check_agent_id(agent_id, self.n_agents)].tolist()
 
     def get_total_actions(self) -> int:
         return self.n_actions

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import math
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +77,11 @@ def load_map(name: str) -> MapSpec:
 @functools.cache
 def _load_cached(name: str) -> MapSpec:
     path = MAPS_DIR / f"{name}.yaml"
-    with open(path) as f:
-        raw = yaml.safe_load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: unreadable map file ({str(exc).splitlines()[0]})") from None
     spec = parse_map(raw, source=str(path))
     if spec.name != name:
         raise ValueError(f"{path}: name {spec.name!r} does not match the file name {name!r}")
@@ -106,10 +110,17 @@ class _Checker:
         if missing:
             self.fail(f"missing key(s) {', '.join(missing)} in {where}")
 
+    def numbers(self, v: Any, n: int, where: str, form: str) -> tuple[float, ...]:
+        """``v`` as ``n`` finite numbers (not booleans), or a failure naming ``where`` and ``form``."""
+        ok = isinstance(v, (list, tuple)) and len(v) == n
+        ok = ok and all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in v)
+        if not ok or not all(math.isfinite(c) for c in v):
+            self.fail(f"{where} must be {form} of finite numbers, got {v!r}")
+        return tuple(float(c) for c in v)
+
     def point(self, v: Any, where: str) -> tuple[float, float]:
-        if not (isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(c, (int, float)) for c in v)):
-            self.fail(f"{where} must be a point [x, y], got {v!r}")
-        return float(v[0]), float(v[1])
+        x, y = self.numbers(v, 2, where, "a point [x, y]")
+        return x, y
 
     def choice(self, v: Any, where: str, allowed: tuple[str, ...]) -> str:
         if v not in allowed:
@@ -165,9 +176,7 @@ def _shape_mask(chk: _Checker, shape: Any, where: str, cx: np.ndarray, cy: np.nd
         chk.fail(f"{where} must be {{rect: [x0, y0, x1, y1]}} or {{polygon: [[x, y], ...]}}, got {shape!r}")
     kind, v = next(iter(shape.items()))
     if kind == "rect":
-        if not (isinstance(v, list) and len(v) == 4 and all(isinstance(c, (int, float)) for c in v)):
-            chk.fail(f"{where}.rect must be [x0, y0, x1, y1], got {v!r}")
-        x0, y0, x1, y1 = (float(c) for c in v)
+        x0, y0, x1, y1 = chk.numbers(v, 4, f"{where}.rect", "[x0, y0, x1, y1]")
         if x1 <= x0 or y1 <= y0:
             chk.fail(f"{where}.rect needs x0 < x1 and y0 < y1, got {v!r}")
         return (cx >= x0) & (cx <= x1) & (cy >= y0) & (cy <= y1)

@@ -62,6 +62,7 @@ def random_rollout(env: Any, uniforms_KEN: np.ndarray) -> tuple[np.ndarray, np.n
     """Play ``K = len(uniforms_KEN)`` uniformly random steps in every env of ``env`` (a reset
     :class:`~marl.envs.smac.batched_env.BatchedStarCraft2Env`), resetting each env whose episode ends.
 
+    ``uniforms_KEN`` must lie in ``[0, 1)`` (``ValueError`` otherwise, naming the first bad entry).
     Returns ``(reward_KE, terminated_KE, won_KE)``. Afterwards the env stands where the per-step loop of the
     module docstring leaves it (observations, state, available actions, engine state and counters), so it
     can be stepped on as usual. Envs with ``heuristic_ai`` are refused (their agents do not take actions).
@@ -70,6 +71,13 @@ def random_rollout(env: Any, uniforms_KEN: np.ndarray) -> tuple[np.ndarray, np.n
     u = np.ascontiguousarray(uniforms_KEN, dtype=np.float64)
     if u.ndim != 3 or u.shape[1:] != (env.n_envs, env.n_agents):
         raise ValueError(f"uniforms must have shape (K, {env.n_envs}, {env.n_agents}), got {u.shape}")
+    bad = ~((u >= 0.0) & (u < 1.0))  # also NaN: a uniform outside [0, 1) would pick an unavailable action
+    if bad.any():
+        k, e, a = np.argwhere(bad)[0]
+        raise ValueError(
+            f"uniforms must be finite and in [0, 1) (e.g. rng.random((K, E, n_agents))); "
+            f"uniforms[{k}, {e}, {a}] is {u[k, e, a]!r}"
+        )
     if env.opts.heuristic_ai:
         raise ValueError("random_rollout: an env with heuristic_ai=True chooses its own actions")
     if not env._running.all():
