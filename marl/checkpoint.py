@@ -163,6 +163,8 @@ def load(path: str | Path) -> dict[str, Any]:
     except (ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         raise CheckpointError(f"{folder / _ARRAYS}: unreadable ({type(exc).__name__}: {exc})") from None
     payload: dict[str, Any] = decode_tree(tree, arrays, folder / _META)
+    if not isinstance(payload, dict):
+        raise CheckpointError(f"{folder / _META}: tree must be an object of named values, not a tagged value")
     nonfinite = [n for n, a in arrays.items() if a.dtype.kind == "f" and not np.isfinite(a).all()]
     payload["_checkpoint"] = {**book, "path": str(folder), "nonfinite": nonfinite}
     return payload
