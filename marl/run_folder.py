@@ -117,7 +117,7 @@ class RunLock:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise RunFolderError(os_error_line(exc, "cannot lock the run folder")) from None
+            raise RunFolderError(os_error_line(exc, "cannot lock the run folder", self.path)) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -133,7 +133,7 @@ class RunLock:
             os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {time.ctime()}".encode(), 0)
         except OSError as exc:
             self.release()
-            raise RunFolderError(os_error_line(exc, "cannot lock the run folder")) from None
+            raise RunFolderError(os_error_line(exc, "cannot lock the run folder", self.path)) from None
         return self
 
     def release(self) -> None:
@@ -159,7 +159,7 @@ def read_log(run_dir: str | Path) -> list[dict[str, Any]]:
     try:
         lines = log.read_bytes().split(b"\n")
     except OSError as exc:
-        raise RunFolderError(os_error_line(exc, "cannot read the log")) from None
+        raise RunFolderError(os_error_line(exc, "cannot read the log", log)) from None
     records = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
@@ -207,7 +207,7 @@ def rewind_logs(run_dir: str | Path, t_env: int) -> list[dict[str, Any]]:
             os.replace(tmp, log)
         except OSError as exc:
             tmp.unlink(missing_ok=True)
-            raise RunFolderError(os_error_line(exc, "cannot rewrite the log")) from None
+            raise RunFolderError(os_error_line(exc, "cannot rewrite the log", log)) from None
     else:
         scalars = []
     events = sorted(run_dir.glob(SUMMARY_GLOB))

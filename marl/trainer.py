@@ -42,6 +42,7 @@ from marl.logging import Logger
 from marl.provenance import append_provenance, engine_label
 from marl.run_folder import (
     RunBusyError,
+    RunFolderError,
     RunLock,
     create_run_dir,
     default_run_name,
@@ -62,6 +63,7 @@ from marl.trainer_state import (  # nest/flatten re-exported: checkpoints' learn
     restore_buffer,
     set_env_rng_states,
 )
+from marl.untrusted import os_error_line
 
 
 class Trainer:
@@ -168,11 +170,15 @@ class Trainer:
                 rewind_to=rewind,
             )
             self.checkpointer = Checkpointer(self.run_dir, cfg.checkpoint.keep_last, cfg.checkpoint.save_best)
-        except BaseException:
+        except BaseException as exc:
             self.lock.release()
             self.runner.close()
             if fresh and not latest(self.run_dir):
                 shutil.rmtree(self.run_dir, ignore_errors=True)  # a failed launch leaves no stray folder
+            if isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError):  # full disk, ...
+                raise RunFolderError(
+                    os_error_line(exc, "cannot write to the run folder", self.run_dir)
+                ) from None
             raise
 
     def _new_folder(self, run_dir: Path | None) -> Path:

@@ -109,9 +109,9 @@ _ADVICE = {
 }
 
 
-def os_error_line(exc: OSError, doing: str = "") -> str:
-    """One line for ``exc``: what failed, on which path, and what to do."""
-    path = exc.filename if exc.filename is not None else "?"
+def os_error_line(exc: OSError, doing: str = "", path: str | Path | None = None) -> str:
+    """One line for ``exc``: what failed, on which path (``exc.filename``, else ``path``), and what to do."""
+    path = exc.filename if exc.filename is not None else (path if path is not None else "?")
     advice = _ADVICE.get(exc.errno or 0, "check the path and try again")
     what = f"{doing}: " if doing else ""
     reason = exc.strerror or type(exc).__name__

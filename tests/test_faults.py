@@ -101,7 +101,8 @@ def test_corrupt_latest_checkpoint_falls_back_and_names_the_file(tmp_path):
 def test_checkpoint_holds_no_pickle_and_refuses_one(tmp_path):
     run_dir = Trainer(_cfg(tmp_path, "t_max=200")).run()
     ckpt = latest(run_dir)
-    assert sorted(p.name for p in ckpt.iterdir()) == ["agent.ckpt", "arrays.npz", "manifest.json", "meta.json"]
+    names = sorted(p.name for p in ckpt.iterdir())
+    assert names == ["agent.ckpt", "arrays.npz", "manifest.json", "meta.json"]
     with np.load(ckpt / "arrays.npz", allow_pickle=False) as npz:  # every array loads without pickle
         assert all(npz[name].dtype != object for name in npz.files)
     rng = load(ckpt)["rng"]["trainer"]
