@@ -48,6 +48,7 @@ from marl.checkpoint_verify import (  # CheckpointError and FORMAT re-exported
     CheckpointError,
     decode_tree,
     parse_meta,
+    read_metric,
     sha256,
     verify_files,
     write_manifest,
@@ -252,7 +253,7 @@ class Checkpointer:
         best_dir = best(self.run_dir)
         if best_dir is not None:
             try:
-                self.best_metric = load(best_dir)["_checkpoint"]["metric"]
+                self.best_metric = read_metric(best_dir)
             except CheckpointError as exc:  # a corrupt best/ is replaced by the next best
                 print(f"[checkpoint] ignoring {exc}")
 

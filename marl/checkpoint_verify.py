@@ -65,8 +65,9 @@ def _read(path: Path) -> Any:
         raise CheckpointError(str(exc)) from None
 
 
-def verify_files(folder: Path) -> bool:
-    """Check every file ``manifest.json`` lists against its digest; ``False`` when there is no manifest.
+def verify_files(folder: Path, only: str | None = None) -> bool:
+    """Check every file ``manifest.json`` lists (or just ``only``) against its digest; ``False`` when there
+    is no manifest.
 
     A manifest that is malformed, misses ``arrays.npz`` or ``meta.json``, or names a path instead of a
     file name is refused; so is any listed file that is missing or differs."""
@@ -88,11 +89,19 @@ def verify_files(folder: Path) -> bool:
         if not isinstance(digest, str) or not _HEX64.fullmatch(digest):
             raise CheckpointError(f"{where}: the digest of {name} is not a SHA-256 hex string")
         path = folder / name
+        if only is not None and name != only:
+            continue
         if not path.is_file():
             raise CheckpointError(f"{path}: missing (listed in {MANIFEST})")
         if sha256(path) != digest:
             raise CheckpointError(f"{path}: corrupt (its SHA-256 differs from the one in {MANIFEST})")
     return True
+
+
+def read_metric(folder: Path) -> float | None:
+    """The ``metric`` of a checkpoint folder, checking only ``meta.json`` (not its possibly large arrays)."""
+    book, _ = parse_meta(folder, verify_files(folder, only=META))
+    return book.get("metric")
 
 
 def _number(book: Mapping[str, Any], key: str, where: Path, none_ok: bool) -> None:

@@ -263,3 +263,22 @@ def test_saved_config_of_a_bad_run_name_is_refused(tmp_path: Path) -> None:
     (tmp_path / "config.yaml").write_text(dump_config(load_config("qmix", env="fake")) + "run_name: ../up\n")
     with pytest.raises(ConfigError, match="run_name"):
         load_saved_config(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"), [('{"format": NaN}', "NaN"), ("[" * 5000 + "]" * 5000, "nested")]
+)
+def test_a_malformed_run_record_names_the_file(tmp_path: Path, text: str, reason: str) -> None:
+    from marl.report.records import RecordError, read_record
+
+    (tmp_path / "qmix_3m_seed0.json").write_text(text)
+    with pytest.raises(RecordError, match=f"qmix_3m_seed0.json: the run record does not parse .*{reason}"):
+        read_record(tmp_path / "qmix_3m_seed0.json")
+
+
+def test_an_unreadable_best_metric_is_ignored_not_fatal(tmp_path: Path) -> None:
+    from marl.checkpoint import Checkpointer, best
+
+    Checkpointer(tmp_path).save(10, {"w": np.zeros(2)}, metric=0.5)
+    (best(tmp_path) / "meta.json").write_text('{"_checkpoint": {"metric": "high"}}')
+    assert Checkpointer(tmp_path).best_metric is None

@@ -28,6 +28,7 @@ import yaml
 from marl.logging.plots import read_scalars
 from marl.provenance import engines_of, read_provenance
 from marl.run_folder import LOG_FILE
+from marl.untrusted import BadFileError, loads_strict
 
 RECORD_FORMAT = "marl-run-record"
 RECORD_VERSION = 1
@@ -149,12 +150,13 @@ def read_record(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as err:
         raise RecordError(f"{path}: cannot read the run record ({err})") from err
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
+        data = loads_strict(text, str(path))
+    except BadFileError as err:  # also NaN/Infinity literals and nesting past the depth limit
+        why = str(err).removeprefix(f"{path}: ")
         raise RecordError(
-            f"{path}: the run record does not parse as JSON ({err.msg} at line {err.lineno}, column "
-            f"{err.colno}); a record is the JSON object that {WRITERS} write"
-        ) from err
+            f"{path}: the run record does not parse as JSON ({why}); a record is the JSON object that "
+            f"{WRITERS} write"
+        ) from None
     return check_record(data, path)
 
 
