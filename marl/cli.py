@@ -203,7 +203,14 @@ COMMANDS = {
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``marl <command> ...``: dispatch to the command's own parser (``marl <command> --help``)."""
+    """``marl <command> ...``: dispatch to the command's own parser (``marl <command> --help``).
+
+    Run as the command (``argv`` None), a Ctrl-C from here on is one line and exit 130
+    (:mod:`marl.interrupt`), also during the heavy imports and MindSpore's start-up below."""
+    if argv is None:
+        from marl.interrupt import exit_on_interrupt
+
+        exit_on_interrupt()
     argv = list(sys.argv[1:] if argv is None else argv)
     usage = "usage: marl {" + ",".join(COMMANDS) + "} ...\n\ncommands:\n"
     usage += "\n".join(f"  {name:<9} {what}" for name, (_, what) in COMMANDS.items())
