@@ -21,6 +21,7 @@ from marl.envs.smac.render import episode_frames, outcome, render_frame, save_gi
 from marl.envs.smac.sc2 import EpisodeAborted, resolve_backend
 from marl.envs.smac.types import MapSpec, UnitTable
 from marl.envs.smac.version import ENGINE_VERSION, engine_record
+from marl.untrusted import check_name, safe_name
 
 BACKENDS = ("sim", "auto", "sc2")
 _ANNOUNCED: set[str] = set()  # backend choices already printed in this process
@@ -101,7 +102,9 @@ class StarCraft2Env(FusedPath, MultiAgentEnv):
         self.n_actions = self.features.n_actions
         self.episode_limit = self.spec.episode_limit
         self.replay_dir = Path(replay_dir) if replay_dir else Path("replays")
-        self.replay_prefix = replay_prefix or map_name
+        # a replay's file name starts with it: one name, never a path (replay_dir says where)
+        prefix = check_name(replay_prefix, "replay_prefix") if replay_prefix else safe_name(map_name)
+        self.replay_prefix = prefix
         self._seed = seed
         self._engine = engine
         self.max_reward = max_reward(self.spec, self.opts)  # replaced by the engine's maxima at first reset
