@@ -207,6 +207,12 @@ def test_agent_ids_out_of_range_raise_as_smac_does() -> None:
             env.get_avail_agent_actions(n)
         np.testing.assert_array_equal(env.get_obs_agent(n - 1), env.get_obs()[n - 1])
         env.close()
+    from marl.envs.smac.batched_env import BatchedStarCraft2Env
+
+    for env in (StarCraft2Env("3m", seed=0), BatchedStarCraft2Env("3m", 2, seed=0)):
+        with pytest.raises(AgentIdError, match="agent_id -1"):
+            env.action_name(-1, 6)
+        assert env.action_name(2, 6) == "attack enemy 0"
 
 
 @pytest.mark.parametrize("bad", [1.0, -0.1, np.nan, np.inf])

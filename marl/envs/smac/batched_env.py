@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from marl.envs.base import check_agent_id
 from marl.envs.smac.features import N_ACTIONS_NO_ATTACK, RUNNING, SmacFeatures, SmacOptions, max_reward
 from marl.envs.smac.fused import FusedPlan, fused_plan, fused_reset, fused_step
 from marl.envs.smac.maps import load_map
@@ -340,6 +341,7 @@ class BatchedStarCraft2Env:
 
     def action_name(self, agent_id: int, action: int, env: int = 0) -> str:
         """Readable name of an action of one agent (of env ``env``: the same on every env of a SMAC map)."""
+        agent_id = check_agent_id(agent_id, self.n_agents)
         if action < N_ACTIONS_NO_ATTACK:
             return _ACTION_NAMES[action]
         kind = "heal ally" if self.features.ally_medivac[agent_id] else "attack enemy"

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from marl.envs.base import check_agent_id
 from marl.envs.smac.batched_env import BatchedStarCraft2Env, _stats
 from marl.envs.smac.batched_vector import SIM_IGNORED, BatchedSmacVectorEnv
 from marl.envs.smac.features import SmacOptions, Units, max_reward
@@ -167,6 +168,7 @@ class BatchedSMACv2Env(BatchedStarCraft2Env):
     # ------------------------------------------------------------------ info
     def action_name(self, agent_id: int, action: int, env: int = 0) -> str:
         """Readable name of an action of one agent in env ``env`` (whose team decides heal or attack)."""
+        agent_id = check_agent_id(agent_id, self.n_agents)
         f = self.v2.n_fov
         if action < 6:
             return super().action_name(agent_id, action)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 import marl.envs.smac.env as smac_env
+from marl.envs.base import check_agent_id
 from marl.envs.smac.env import BACKENDS, StarCraft2Env
 from marl.envs.smac.features import SmacFeatures, Units
 from marl.envs.smac.sc2.install import resolve_gen_backend
@@ -312,6 +313,7 @@ class SMACv2Env(StarCraft2Env):
 
     def action_name(self, agent_id: int, action: int) -> str:
         """Readable name of an action (with conic_fov, 6 .. 6+F-1 turn the field of view)."""
+        agent_id = check_agent_id(agent_id, self.n_agents)
         f = self.v2.n_fov
         if action < 6:
             return super().action_name(agent_id, action)
