@@ -138,7 +138,7 @@ def test_loading_uses_the_newest_intact_checkpoint_or_says_why(
 tagged = st.tuples(st.sampled_from(TAGS), json_values).map(lambda kv: {kv[0]: kv[1]})
 
 
-@settings(max_examples=200, deadline=None, database=None)
+@settings(max_examples=100, deadline=None, database=None)
 @given(value=tagged | json_values, pick=st.integers(0, 10_000), old_format=st.booleans())
 def test_any_edit_of_meta_is_used_or_refused_by_the_schema(
     trained: Path,  # noqa: F811
