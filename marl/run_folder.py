@@ -3,13 +3,15 @@ to a checkpoint on resume.
 
 * :func:`create_run_dir` makes a fresh folder whose default name cannot collide (microsecond time stamp,
   and a numbered suffix should two launches still meet); an explicit ``run_name`` that already holds a
-  run is refused (continue it with ``--resume``).
+  run is refused (continue it with ``--resume``). A name is one folder name (:mod:`marl.untrusted`) and
+  the folder must resolve inside ``results_dir``; OS errors (full disk, read-only) become one line.
 * :class:`RunLock` holds ``fcntl.flock`` on ``<run>/.lock`` for the writer's lifetime: a second writer
   fails at once with the holder's pid. The kernel drops the lock when the holder dies, so a crashed
   run never leaves a stale lock behind.
 * :func:`rewind_logs` cuts ``log.jsonl`` back to the checkpoint's ``t_env`` and moves the MindInsight
   event files aside (into ``superseded/``, which MindInsight does not read), so every series stays
-  monotonic; the logger then replays the kept scalars into a fresh event file.
+  monotonic; the logger then replays the kept scalars into a fresh event file. :func:`read_log` checks
+  every line first and names the first bad one.
 """
 
 from __future__ import annotations
@@ -174,7 +176,8 @@ def read_log(run_dir: str | Path) -> list[dict[str, Any]]:
         bad = _log_problem(rec)
         if bad:
             raise RunFolderError(
-                f"{log} line {n}: {bad} ({line[:60]!r}); fix or delete that line, then resume again"
+                f"{log} line {n}: {bad} ({line[:60].decode('utf-8', 'replace')!r}); fix or delete that line, "
+                "then resume again"
             )
         records.append(rec)
     return records
