@@ -11,6 +11,7 @@ Use::
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -38,7 +39,7 @@ def start() -> Run:
 
 def command(script: str | Path, args: Sequence[str], python: str = ".venv/bin/python") -> str:
     """The command line as a result file shows it: ``python benchmarks/<script> args``, repo-relative."""
-    return " ".join([python, f"benchmarks/{Path(script).name}", *args]).rstrip()
+    return shlex.join([python, f"benchmarks/{Path(script).name}", *args])
 
 
 def header_lines(
