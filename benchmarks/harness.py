@@ -37,20 +37,35 @@ def start() -> Run:
     return Run(time.time(), os.getloadavg())
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _shown(arg: str) -> str:
+    """An argument as a result file may show it: an absolute path inside the repository made relative to it,
+    one outside it reduced to ``<outside>/<name>`` (no path outside the repository enters a result)."""
+    if not arg.startswith("/"):
+        return arg
+    path = Path(arg)
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return f"<outside>/{path.name}"
+
+
 def command(script: str | Path, args: Sequence[str], python: str = ".venv/bin/python") -> str:
     """The command line as a result file shows it: ``python benchmarks/<script> args``, repo-relative."""
-    return shlex.join([python, f"benchmarks/{Path(script).name}", *args])
+    return shlex.join([python, f"benchmarks/{Path(script).name}", *map(_shown, args)])
 
 
-def header_lines(
+def header(
     run: Run,
     script: str | Path,
     args: Sequence[str],
     *,
     python: str = ".venv/bin/python",
     date_note: str = "",
-) -> list[str]:
-    """The header's Markdown list lines: command, date (``date_note`` appended, e.g. the seed), code commit
+) -> dict[str, str]:
+    """The header as ``{field: text}``: command, date (``date_note`` appended, e.g. the seed), code commit
     and engine version, versions, machine with nproc, load at start and end and the wall-clock since
     ``run`` started."""
     from marl.envs.smac import ENGINE_VERSION  # the embedded engine's version, which the numbers depend on
@@ -67,11 +82,24 @@ def header_lines(
         code = f"commit {commit[:7]}" + (" with uncommitted changes" if entry.get("dirty") else "")
     load1 = os.getloadavg()
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    return [
-        f"- command: `{command(script, args, python)}`",
-        f"- date: {date}" + (f"; {date_note}" if date_note else ""),
-        f"- code: {code}; SMAC engine {ENGINE_VERSION}",
-        "- versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()),
-        f"- machine: {entry['machine']['cpu']}, nproc {entry['machine']['nproc']}, load at start "
+    return {
+        "command": f"`{command(script, args, python)}`",
+        "date": date + (f"; {date_note}" if date_note else ""),
+        "code": f"{code}; SMAC engine {ENGINE_VERSION}",
+        "versions": ", ".join(f"{k} {v}" for k, v in versions.items()),
+        "machine": f"{entry['machine']['cpu']}, nproc {entry['machine']['nproc']}, load at start "
         f"{run.load0[0]:.2f}, at end {load1[0]:.2f}; wall-clock {time.time() - run.t0:.0f} s",
-    ]
+    }
+
+
+def header_lines(
+    run: Run,
+    script: str | Path,
+    args: Sequence[str],
+    *,
+    python: str = ".venv/bin/python",
+    date_note: str = "",
+) -> list[str]:
+    """:func:`header` as the Markdown list lines a result file starts with (``- field: text``)."""
+    fields = header(run, script, args, python=python, date_note=date_note)
+    return [f"- {k}: {v}" for k, v in fields.items()]

@@ -27,3 +27,14 @@ def test_header_names_command_date_code_engine_versions_machine_and_load():
 
 def test_command_keeps_the_python_it_is_given():
     assert harness.command("a/b/fidelity.py", [], python="python") == "python benchmarks/fidelity.py"
+
+
+def test_command_shows_no_path_outside_the_repository():
+    inside = str(harness.ROOT / "benchmarks" / "results" / "x.md")
+    shown = harness.command(
+        "fidelity.py", ["--out", inside, "/elsewhere/data/log_0.tfrecord", "--note", "a b"]
+    )
+    assert shown == (
+        ".venv/bin/python benchmarks/fidelity.py --out benchmarks/results/x.md "
+        "'<outside>/log_0.tfrecord' --note 'a b'"
+    )
