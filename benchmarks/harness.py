@@ -92,14 +92,7 @@ def header(
     }
 
 
-def header_lines(
-    run: Run,
-    script: str | Path,
-    args: Sequence[str],
-    *,
-    python: str = ".venv/bin/python",
-    date_note: str = "",
-) -> list[str]:
-    """:func:`header` as the Markdown list lines a result file starts with (``- field: text``)."""
-    fields = header(run, script, args, python=python, date_note=date_note)
-    return [f"- {k}: {v}" for k, v in fields.items()]
+def header_lines(run: Run, script: str | Path, args: Sequence[str], **options: str) -> list[str]:
+    """:func:`header` (``options``: its ``python`` and ``date_note``) as the Markdown list lines a result
+    file starts with (``- field: text``)."""
+    return [f"- {k}: {v}" for k, v in header(run, script, args, **options).items()]
