@@ -19,7 +19,7 @@ in memory, by calls to the env's own ``get_state()`` and ``get_avail_actions()``
 wrapper calls) and changes nothing else; EPyMARL's files are not modified.
 
     python benchmarks/epymarl_qmix.py --epymarl ~/epymarl --python ~/venvs/epymarl/bin/python --map 3m
-    python benchmarks/epymarl_qmix.py ... --preset pymarl2 --ours-md /tmp/learn_3m.md --budget-s 2700
+    python benchmarks/epymarl_qmix.py ... --preset pymarl2 --ours-md <scratch>/learn_3m.md --budget-s 2700
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -314,7 +315,7 @@ def main() -> None:
     )
     ours = parse_learn_smac(Path(args.ours_md).read_text(), args.map) if args.ours_md else []
     versions = _versions(args.python, args.epymarl)
-    log = Path(f"/tmp/epymarl_qmix_{args.map}_{args.preset}_seed{args.seed}.log")
+    log = Path(tempfile.gettempdir()) / f"epymarl_qmix_{args.map}_{args.preset}_seed{args.seed}.log"
     print(f"[epymarl] running (output in {log})", flush=True)
     figs, facts = train(cmd, args.epymarl.resolve(), args.target, args.budget_s, log)
     text = section(args, cmd, figs, facts, versions, ours)

@@ -21,6 +21,7 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None, command: str = "flag_ab.py") -> None:
     ap.add_argument("--script", default="train_qmix.py")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--t-max", type=int, default=150_000)
-    ap.add_argument("--results", default="/tmp/flag_ab")
+    ap.add_argument("--results", default=str(Path(tempfile.gettempdir()) / "flag_ab"))
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "compiled_lengths.md"))
     args, extra = ap.parse_known_args(argv)  # the rest: overrides for both variants
     out, run = Path(args.results) / time.strftime("%Y%m%d-%H%M%S"), harness.start()

@@ -22,6 +22,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -136,7 +137,7 @@ def main() -> None:
     p.add_argument("--t-max", type=int, default=1_000_000)
     p.add_argument("--target", type=float, default=0.95)
     p.add_argument("--budget-s", type=float, default=0.0, help="wall-clock budget per map (0 = none)")
-    p.add_argument("--results", default="/tmp/marl_bench")
+    p.add_argument("--results", default=str(Path(tempfile.gettempdir()) / "marl_bench"))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "learn_smac.md"))
     args, overrides = p.parse_known_args()
     results = Path(args.results)
