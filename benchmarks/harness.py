@@ -41,15 +41,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _shown(arg: str) -> str:
-    """An argument as a result file may show it: an absolute path inside the repository made relative to it,
-    one outside it reduced to ``<outside>/<name>`` (no path outside the repository enters a result)."""
-    if not arg.startswith("/"):
+    """An argument as a result file may show it: an absolute path (or ``key=`` one) inside the repository
+    made relative to it, one outside reduced to ``<outside>/<name>`` (no outside path enters a result)."""
+    key, sep, value = arg.rpartition("=")
+    if not value.startswith("/"):
         return arg
-    path = Path(arg)
+    path = Path(value)
     try:
-        return str(path.resolve().relative_to(ROOT))
+        shown = str(path.resolve().relative_to(ROOT))
     except ValueError:
-        return f"<outside>/{path.name}"
+        shown = f"<outside>/{path.name}"
+    return key + sep + shown
 
 
 def command(script: str | Path, args: Sequence[str], python: str = ".venv/bin/python") -> str:

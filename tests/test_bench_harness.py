@@ -31,10 +31,9 @@ def test_command_keeps_the_python_it_is_given():
 
 def test_command_shows_no_path_outside_the_repository():
     inside = str(harness.ROOT / "benchmarks" / "results" / "x.md")
-    shown = harness.command(
-        "fidelity.py", ["--out", inside, "/elsewhere/data/log_0.tfrecord", "--note", "a b"]
-    )
+    args = ["--out", inside, "/elsewhere/data/log_0.tfrecord", "--note", "a b", "results_dir=/elsewhere/r"]
+    shown = harness.command("fidelity.py", args)
     assert shown == (
         ".venv/bin/python benchmarks/fidelity.py --out benchmarks/results/x.md "
-        "'<outside>/log_0.tfrecord' --note 'a b'"
+        "'<outside>/log_0.tfrecord' --note 'a b' 'results_dir=<outside>/r'"
     )
