@@ -21,8 +21,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import multiprocessing as mp
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -33,6 +31,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import harness  # noqa: E402
 from qmix_workload import map_info  # noqa: E402
 
 from marl.config.schema import AgentConfig  # noqa: E402
@@ -100,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=None, help="Markdown file to append to (default: print)")
     args = ap.parse_args(argv)
     blas = [p for p in threadpool_info() if p["user_api"] == "blas"]
-    load0 = os.getloadavg()
+    run = harness.start()
     rng = np.random.default_rng(0)
     rows = []
     for name in args.maps:
@@ -129,12 +128,9 @@ def main(argv: list[str] | None = None) -> None:
     lines = [
         f"## {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",
         "",
-        f"- command: `{' '.join([Path(sys.executable).name, *sys.argv])}`",
-        f"- machine: {platform.processor() or platform.machine()}, nproc {os.cpu_count()}; Python "
-        f"{platform.python_version()}, NumPy {np.__version__}, BLAS: "
+        *harness.header_lines(run, __file__, sys.argv[1:] if argv is None else argv),
+        "- BLAS: "
         + ", ".join(f"{p.get('internal_api')} {p.get('version')} ({p.get('architecture')})" for p in blas),
-        f"- load average before: {' '.join(f'{x:.2f}' for x in load0)}; after: "
-        + " ".join(f"{x:.2f}" for x in os.getloadavg()),
         f"- median of {args.rounds} alternating rounds of {args.reps} calls; other core: 'spin' a Python "
         "loop in a second process, 'twin' a second process acting the same way with the same BLAS threads",
         "",

@@ -21,12 +21,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+import harness
 from engine_ab import ROOT, _checkout, _rev, write_table
-
-from marl.provenance import cpu_model
 
 _WORKER = r"""
 import json, sys, time
@@ -73,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", default=None, help="results file (relative: under benchmarks/)")
     args = ap.parse_args(argv)
     cells = [(c.split(":")[0], int(c.split(":")[1])) for c in args.cells]
-    t0, load0 = time.time(), os.getloadavg()
+    run, shown = harness.start(), sys.argv[1:] if argv is None else argv
     base_rev = _rev(args.base)
     head_rev = _rev(args.head) if args.head else f"working tree ({_rev('HEAD')} + changes)"
     rows = []
@@ -95,10 +93,10 @@ def main(argv: list[str] | None = None) -> None:
     lines = [
         "# CPU time of one BatchedStarCraft2Env.step call at two versions of the code (one thread)",
         "",
-        f"- command: `python benchmarks/api_cpu_ab.py {' '.join(sys.argv[1:] if argv is None else argv)}`",
-        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; base {base_rev}; head {head_rev}",
-        f"- machine: {cpu_model()}, nproc {os.cpu_count()}; load average before {load0[0]:.2f}, after "
-        f"{os.getloadavg()[0]:.2f}; {args.reps} alternations, medians; wall-clock {time.time() - t0:.0f} s",
+        *harness.header_lines(
+            run, __file__, shown, python="python", date_note=f"base {base_rev}; head {head_rev}"
+        ),
+        f"- {args.reps} alternations, medians; the code line and engine version are the head's checkout",
         "- a call: random available actions drawn, one step of every env, the ended envs reset",
         "",
         "| map | n_envs | base µs CPU a call | head µs CPU a call | head − base µs | head/base |",

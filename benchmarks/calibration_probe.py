@@ -18,11 +18,7 @@ bound on alternating fire, as ``two_stalker_probe.py``).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import math
-import os
-import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,6 +28,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+import harness  # noqa: E402
 
 import marl.envs.smac.batched_env as batched_env  # noqa: E402
 from marl.envs.smac.maps import MAPS_DIR, load_map, parse_map  # noqa: E402
@@ -150,7 +148,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="", help="append this run (header and table) to a markdown file")
     args = ap.parse_args()
-    t_start, load0 = time.time(), os.getloadavg()
+    run = harness.start()
     rows = [
         "| map | policy | variant | win % [95 %] | return | length | enemy HP+SH left |",
         "|---|---|---|---|---|---|---|",
@@ -171,18 +169,9 @@ def main() -> None:
                 )
                 print(rows[-1], f" <!-- {time.time() - t0:.0f} s -->", flush=True)
     if args.out:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-        )
-        head = [
-            f"## `.venv/bin/python benchmarks/calibration_probe.py {' '.join(sys.argv[1:])}`",
-            "",
-            f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; engine: commit "
-            f"`{commit.stdout.strip()}`; seed {args.seed}; {args.episodes} episodes a cell",
-            f"- machine: {platform.machine()}, nproc {os.cpu_count()}, load at start {load0[0]:.2f}, at end "
-            f"{os.getloadavg()[0]:.2f}; wall-clock {time.time() - t_start:.0f} s; numpy {np.__version__}",
-            "",
-        ]
+        note = f"seed {args.seed}; {args.episodes} episodes a cell"
+        header = harness.header_lines(run, __file__, sys.argv[1:], date_note=note)
+        head = [f"## `{harness.command(__file__, sys.argv[1:])}`", "", *header[1:], ""]
         with open(args.out, "a", encoding="utf-8") as f:
             f.write("\n".join(head + rows) + "\n\n")
 

@@ -23,10 +23,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from marl.provenance import cpu_model
+import harness
 
 ROOT = Path(__file__).resolve().parents[1]
 CELLS = ("rollout", "full", "engine")
@@ -99,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.reps < 1 or args.seconds <= 0 or args.threads < 1:
         raise SystemExit("engine_ab.py: --reps and --threads must be >= 1 and --seconds > 0")
-    t0, load0 = time.time(), os.getloadavg()
+    run, shown = harness.start(), sys.argv[1:] if argv is None else argv
     base_rev = _rev(args.base)
     head_rev = _rev(args.head) if args.head else f"working tree ({_rev('HEAD')} + changes)"
     with tempfile.TemporaryDirectory(prefix="engine_ab_") as tmp_name:
@@ -125,11 +124,11 @@ def main(argv: list[str] | None = None) -> None:
     lines = [
         f"# The engine's speed at two versions of the code ({_threads(args.threads)}, steps per second)",
         "",
-        f"- command: `python benchmarks/engine_ab.py {' '.join(sys.argv[1:] if argv is None else argv)}`",
-        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; base {base_rev}; head {head_rev}",
-        f"- machine: {cpu_model()}, nproc {os.cpu_count()}; load average before {load0[0]:.2f}, after "
-        f"{os.getloadavg()[0]:.2f}; {args.reps} alternations of {args.seconds:g} s cells, medians; "
-        f"wall-clock {time.time() - t0:.0f} s",
+        *harness.header_lines(
+            run, __file__, shown, python="python", date_note=f"base {base_rev}; head {head_rev}"
+        ),
+        f"- {args.reps} alternations of {args.seconds:g} s cells, medians; the code line and engine version "
+        "are the head's checkout",
         "",
         f"| map | n_envs | {header} | head/base rollout | head/base full | head/base engine |",
         "|---|---|" + "---|" * (2 * len(CELLS) + len(CELLS)),

@@ -19,7 +19,7 @@ in memory, by calls to the env's own ``get_state()`` and ``get_avail_actions()``
 wrapper calls) and changes nothing else; EPyMARL's files are not modified.
 
     python benchmarks/epymarl_qmix.py --epymarl ~/epymarl --python ~/venvs/epymarl/bin/python --map 3m
-    python benchmarks/epymarl_qmix.py ... --preset pymarl2 --ours-md /tmp/learn_3m.md --budget-s 2700
+    python benchmarks/epymarl_qmix.py ... --preset pymarl2 --ours-md <scratch>/learn_3m.md --budget-s 2700
 """
 
 from __future__ import annotations
@@ -31,8 +31,11 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+import harness
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = (
@@ -231,10 +234,18 @@ def train(cmd: list[str], epymarl: Path, target: float, budget_s: float, log: Pa
 
 
 def section(
-    args: argparse.Namespace, cmd: list[str], figs: dict, facts: dict, versions: str, ours: list
+    args: argparse.Namespace,
+    cmd: list[str],
+    figs: dict,
+    facts: dict,
+    versions: str,
+    ours: list,
+    run: harness.Run,
 ) -> str:
-    """The Markdown section for one run."""
+    """The Markdown section for one run (its header from the harness, since ``run``)."""
     shown = " ".join(cmd[:2] + ["<launcher: patches gymma, runs main.py>"] + cmd[3:] if args.patched else cmd)
+    shown = shown.replace(str(args.epymarl.resolve()), "<epymarl checkout>")
+    shown = shown.replace(str(args.python), "<epymarl venv python>")  # no path outside the repository
     reached = (
         f"failed: `{facts['error']}`"
         if facts["error"] and not figs["tests"]
@@ -246,11 +257,10 @@ def section(
         f"## {args.map}, EPyMARL QMIX, preset `{args.preset}`, seed {args.seed}"
         + ("" if args.patched else " (gymma unpatched)"),
         "",
-        f"- command: `python benchmarks/epymarl_qmix.py {' '.join(sys.argv[1:])}`",
+        *harness.header_lines(run, __file__, sys.argv[1:], python="python"),
         f"- EPyMARL command (in the checkout): `{shown}`",
-        f"- date: {dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}; nproc {os.cpu_count()}; "
-        f"1-min load during the run {facts['load'][0]:.1f}–{facts['load'][1]:.1f}",
-        f"- versions: {versions}",
+        f"- 1-min load during the run {facts['load'][0]:.1f}–{facts['load'][1]:.1f}",
+        f"- EPyMARL's versions: {versions}",
         "- gymma: "
         + (
             "patched at run time (state = the env's `get_state()`, masks = its `get_avail_actions()`)"
@@ -314,10 +324,11 @@ def main() -> None:
     )
     ours = parse_learn_smac(Path(args.ours_md).read_text(), args.map) if args.ours_md else []
     versions = _versions(args.python, args.epymarl)
-    log = Path(f"/tmp/epymarl_qmix_{args.map}_{args.preset}_seed{args.seed}.log")
+    log = Path(tempfile.gettempdir()) / f"epymarl_qmix_{args.map}_{args.preset}_seed{args.seed}.log"
     print(f"[epymarl] running (output in {log})", flush=True)
+    run = harness.start()
     figs, facts = train(cmd, args.epymarl.resolve(), args.target, args.budget_s, log)
-    text = section(args, cmd, figs, facts, versions, ours)
+    text = section(args, cmd, figs, facts, versions, ours, run)
     print(text)
     if facts["rc"] not in (0, None, -signal.SIGINT) and not figs["tests"]:
         print(log.read_text()[-3000:], file=sys.stderr)

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import platform
 import sys
 import time
 from collections.abc import Callable
@@ -30,6 +28,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import harness  # noqa: E402
 from fidelity_smaclite import CRASHES, SMACLITE_MAPS, run_smaclite, smaclite_version  # noqa: E402
 
 from marl.envs.smac import StarCraft2Env  # noqa: E402
@@ -253,7 +252,7 @@ def main() -> None:
     maps = args.maps or (list_maps() if args.backend != "smaclite" else list(SMACLITE_MAPS))
     published = yaml.safe_load(PUBLISHED.read_text())
     heur_pub = published_heuristic(published)
-    t0, load0 = time.time(), os.getloadavg()
+    run = harness.start()
     rows = []
     for name in maps:
         for policy in args.policies:
@@ -273,13 +272,12 @@ def main() -> None:
     lines = [
         f"# Fidelity benchmark: scripted policies ({BACKEND_NAMES[args.backend]})",
         "",
-        f"- command: `{PYTHONS[args.backend]} benchmarks/fidelity.py {' '.join(sys.argv[1:])}`".rstrip(),
-        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; seed {args.seed}",
-        f"- machine: {platform.processor() or platform.machine()}, nproc {os.cpu_count()}, load at start "
-        f"{load0[0]:.2f}, at end {os.getloadavg()[0]:.2f}; wall-clock {time.time() - t0:.0f} s",
-        f"- python {platform.python_version()}, numpy {np.__version__}"
-        + (f", smaclite {smaclite_version()}" if args.backend == "smaclite" else ""),
+        *harness.header_lines(
+            run, __file__, sys.argv[1:], python=PYTHONS[args.backend], date_note=f"seed {args.seed}"
+        ),
     ]
+    if args.backend == "smaclite":
+        lines.append(f"- smaclite {smaclite_version()}")
     if args.note:
         lines.append(f"- note: {args.note}")
     if args.sim_rules:

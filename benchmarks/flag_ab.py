@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+import harness
 
 ROOT = Path(__file__).resolve().parents[1]
 SUMMARY = re.compile(
@@ -92,20 +94,17 @@ def main(argv: list[str] | None = None, command: str = "flag_ab.py") -> None:
     ap.add_argument("--script", default="train_qmix.py")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--t-max", type=int, default=150_000)
-    ap.add_argument("--results", default="/tmp/flag_ab")
+    ap.add_argument("--results", default=str(Path(tempfile.gettempdir()) / "flag_ab"))
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "compiled_lengths.md"))
     args, extra = ap.parse_known_args(argv)  # the rest: overrides for both variants
-    out, load0 = Path(args.results) / time.strftime("%Y%m%d-%H%M%S"), os.getloadavg()
+    out, run = Path(args.results) / time.strftime("%Y%m%d-%H%M%S"), harness.start()
     plan = [(seed, on) for seed in args.seeds for on in (False, True)]
     runs = [one_run(args.script, args.map, seed, args.t_max, args.flag, on, out, extra) for seed, on in plan]
-    load1 = os.getloadavg()
     lines = [
         f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC: {args.map}, {args.script}, "
         f"{args.t_max:,} env steps",
         "",
-        f"- command: `python benchmarks/{command} {' '.join(sys.argv[1:])}`",
-        f"- nproc: {os.cpu_count()}; load average before: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}, "
-        f"after: {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}",
+        *harness.header_lines(run, command, sys.argv[1:] if argv is None else argv, python="python"),
         "",
         "| variant | seed | lengths compiled | lengths per graph | calls padded | train calls s | run s "
         "| env steps | learner ms per 1k env steps |",

@@ -32,10 +32,7 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import platform
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,6 +42,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import harness  # noqa: E402
 from fidelity import PUBLISHED, published_heuristic, run_sim, wilson  # noqa: E402
 from targeting_probe import mirrored_layout  # noqa: E402
 
@@ -143,7 +141,7 @@ def main(argv: list[str] | None = None) -> None:
                     f"candidate {c!r} is neither 'engine', a formation ({', '.join(FORMATIONS)}) nor {err}"
                 )
     pub = published_heuristic(yaml.safe_load(PUBLISHED.read_text()))
-    t0, load0 = time.time(), os.getloadavg()
+    run = harness.start()
     win: dict[tuple[str, str], tuple[int, int]] = {}
     for m in args.maps:
         for c in args.candidates:
@@ -153,12 +151,9 @@ def main(argv: list[str] | None = None) -> None:
     lines = [
         "# What moves SMAC's heuristic win rate: formation against targeting (embedded engine)",
         "",
-        f"- command: `{' '.join(['.venv/bin/python', f'benchmarks/{Path(__file__).name}', *shown])}`",
-        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; seed {args.seed}; "
-        f"{args.episodes} episodes per cell",
-        f"- machine: {platform.processor() or platform.machine()}, nproc {os.cpu_count()}, load at start "
-        f"{load0[0]:.2f}, at end {os.getloadavg()[0]:.2f}; wall-clock {time.time() - t0:.0f} s",
-        f"- python {platform.python_version()}, numpy {np.__version__}",
+        *harness.header_lines(
+            run, __file__, shown, date_note=f"seed {args.seed}; {args.episodes} episodes per cell"
+        ),
         "- cells: heuristic win rate, % [Wilson 95 %]; `engine` is the engine as it is; every other "
         "column changes one thing (a formation, or a targeting candidate of `sim/variants.py`), and none "
         "of them has a source: diagnostics, not the engine's behaviour",

@@ -24,13 +24,14 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT))
 
-from learn_smac import read_log, series  # noqa: E402  (same JSONL reading)
+from marl.logging.plots import read_scalars  # noqa: E402  (no MindSpore import)
 
 
 def run_once(args: argparse.Namespace, overrides: list[str], results: Path) -> dict:
@@ -58,8 +59,8 @@ def run_once(args: argparse.Namespace, overrides: list[str], results: Path) -> d
         reached, stopped_by = None, ""
         while proc.poll() is None:
             time.sleep(2.0)
-            records = read_log(run_dir / "log.jsonl")
-            values, times = series(records, args.metric), dict(series(records, "time_s"))
+            scalars = read_scalars(run_dir / "log.jsonl")
+            values, times = scalars.get(args.metric, []), dict(scalars.get("time_s", []))
             hit = next(((t, v) for t, v in values if v >= args.target), None)
             if hit and reached is None:
                 reached = (hit[0], times.get(hit[0], time.time() - start), hit[1])
@@ -68,8 +69,7 @@ def run_once(args: argparse.Namespace, overrides: list[str], results: Path) -> d
             if reached is None and args.budget_s and time.time() - start > args.budget_s and not stopped_by:
                 (run_dir / "stop").touch()
                 stopped_by = "budget"
-    records = read_log(run_dir / "log.jsonl")
-    values = series(records, args.metric)
+    values = read_scalars(run_dir / "log.jsonl").get(args.metric, [])
     last = values[-5:]
     return {
         "reached": reached,
@@ -95,7 +95,7 @@ def main() -> None:
     p.add_argument(
         "--budget-s", type=float, default=0.0, help="stop the run after this many seconds (0: none)"
     )
-    p.add_argument("--results", default="/tmp/marl_bench")
+    p.add_argument("--results", default=str(Path(tempfile.gettempdir()) / "marl_bench"))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "learn_baselines.md"))
     args, overrides = p.parse_known_args()
     results = Path(args.results)

@@ -17,7 +17,6 @@ section (command, date, machine load, table) to ``--out``.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import threading
 import time
@@ -25,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+import harness  # noqa: E402
 
 import marl.learners.pg_learner  # noqa: E402,F401  (registers "pg")
 import marl.learners.ppo_learner  # noqa: E402,F401  (registers "ppo")
@@ -85,7 +86,7 @@ def main() -> None:
             *args.overrides,
         ],
     )
-    load0 = os.getloadavg()
+    run = harness.start()
     trainer = Trainer(cfg)
     done = threading.Event()
     watcher = threading.Thread(
@@ -105,14 +106,12 @@ def main() -> None:
     ts = sorted(metric)
     first = next((t for t in ts if args.target is not None and metric[t] >= args.target), None)
     tail = [metric[t] for t in ts[-args.last :]]
-    cmd = "python benchmarks/learn_mpe.py " + " ".join(sys.argv[1:])
     lines = [
         f"\n## {args.alg} on {cfg.env.name}:{cfg.env.map_name} (seed {args.seed})\n",
         args.note + "\n" if args.note else "",
-        f"`{cmd}`  \n{time.strftime('%Y-%m-%d %H:%M')} UTC, {os.cpu_count()} cores shared with other jobs; "
-        f"load average {load0[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end. Budget: "
-        f"t_max={cfg.t_max}, {args.budget_s:.0f} s wall-clock; the run stopped at t_env={trainer.t_env} "
-        f"after {wall:.0f} s (compile included).\n",
+        *harness.header_lines(run, __file__, sys.argv[1:], python="python"),
+        f"- budget: t_max={cfg.t_max}, {args.budget_s:.0f} s wall-clock; the run stopped at "
+        f"t_env={trainer.t_env} after {wall:.0f} s (compile included)",
         f"- greedy tests: {cfg.log.test_nepisode} episodes every {cfg.log.test_interval} env steps; metric "
         f"`{args.metric}`",
         f"- target {args.target}: "

@@ -22,11 +22,14 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+import harness  # noqa: E402
 
 from marl.logging.plots import read_scalars  # noqa: E402  (no MindSpore import)
 
@@ -134,19 +137,18 @@ def main() -> None:
     p.add_argument("--t-max", type=int, default=1_000_000)
     p.add_argument("--target", type=float, default=0.95)
     p.add_argument("--budget-s", type=float, default=0.0, help="wall-clock budget per map (0 = none)")
-    p.add_argument("--results", default="/tmp/marl_bench")
+    p.add_argument("--results", default=str(Path(tempfile.gettempdir()) / "marl_bench"))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "learn_smac.md"))
     args, overrides = p.parse_known_args()
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
+    run = harness.start()
     rows = [run_map(m, seed, args, overrides, results) for m in args.maps for seed in args.seeds]
 
     lines = [
         f"# Learning benchmark: {args.alg} ({args.script}), greedy test win rate >= {args.target:.0%}",
         "",
-        f"- command: `python benchmarks/learn_smac.py {' '.join(sys.argv[1:])}`",
-        f"- date: {time.strftime('%Y-%m-%d %H:%M %Z')}; nproc: {os.cpu_count()}; "
-        f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}",
+        *harness.header_lines(run, __file__, sys.argv[1:], python="python"),
         "- engine: embedded (`backend=sim`); 'trainer clock': the trainer's `time_s` (env stepping, "
         "learning, tests, every jit compile); 'since launch' adds the process start (imports, building)",
         "",

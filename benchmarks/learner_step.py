@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
-import shlex
 import shutil
 import statistics
 import sys
@@ -40,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import harness  # noqa: E402
 from jax_qmix_step import JaxWorker, write_npz  # noqa: E402
 from qmix_workload import batch_arrays, map_info, step_matmul_flops, synthetic_batch  # noqa: E402
 from torch_qmix_step import torch_peer  # noqa: E402
@@ -48,7 +47,7 @@ from marl.config.schema import AgentConfig, Config, ExplorationConfig, LearnerCo
 from marl.controllers import MultiAgentController  # noqa: E402
 from marl.envs.base import EnvInfo  # noqa: E402
 from marl.learners import QLearner  # noqa: E402
-from marl.utils.ms import ms, params_to_numpy, setup  # noqa: E402
+from marl.utils.ms import params_to_numpy, setup  # noqa: E402
 
 __all__ = ["batch_arrays", "map_info", "step_matmul_flops", "synthetic_batch", "torch_peer"]
 CONTENDERS = ("ms", "torch", "torch-compile", "jax")
@@ -233,7 +232,7 @@ def main() -> None:
     if "torch-compile" in args.contenders and "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
         cache = tempfile.mkdtemp(prefix="inductor-")  # an empty cache: the compile time is a cold one
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
-    load0, started = os.getloadavg(), time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    run, started = harness.start(), time.strftime("%Y-%m-%d %H:%M:%S %Z")
     notes: list[str] = []
     header = (
         "| map | contender | median ms | p10 | p90 | vs MindSpore | GFLOP/s | first call s | compile s "
@@ -245,7 +244,6 @@ def main() -> None:
     finally:
         if cache:
             shutil.rmtree(cache, ignore_errors=True)
-    load1 = os.getloadavg()
     try:
         import torch
 
@@ -256,11 +254,8 @@ def main() -> None:
         "",
         f"## {started}: MindSpore vs PyTorch eager, torch.compile and JAX ({', '.join(maps)} sizes)",
         "",
-        f"- command: `.venv/bin/python benchmarks/learner_step.py {shlex.join(sys.argv[1:])}`".rstrip(),
-        f"- date: {started}; nproc: {os.cpu_count()}; load average before: {load0[0]:.2f} {load0[1]:.2f} "
-        f"{load0[2]:.2f}, after: {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}",
-        f"- software: Python {platform.python_version()}, MindSpore {ms.__version__}, {torch_v}, numpy "
-        f"{np.__version__}; threads: MindSpore {args.ms_threads}, torch {args.torch_threads}, XLA "
+        *harness.header_lines(run, __file__, sys.argv[1:]),
+        f"- {torch_v}; threads: MindSpore {args.ms_threads}, torch {args.torch_threads}, XLA "
         f"{args.jax_threads}; MS_DEV_HOST_BLOCKING_RUN={os.environ.get('MS_DEV_HOST_BLOCKING_RUN')}",
         f"- {args.steps} timed steps per contender after 3 warm-up steps, alternating blocks of "
         f"{args.block}; compile s: first call minus the median step (JAX: its lower + compile time)",

@@ -15,8 +15,6 @@ compiles every shape it needs (printed); the losses of the first step are compar
 from __future__ import annotations
 
 import argparse
-import os
-import shlex
 import statistics
 import sys
 import time
@@ -25,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
 from qmix_workload import map_info, synthetic_batch  # noqa: E402
 
 from marl.config import load_config  # noqa: E402
@@ -118,7 +117,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "length_groups.md"))
     args = ap.parse_args()
     setup(args.ms_threads, seed=0)
-    load0 = os.getloadavg()
+    run = harness.start()
     workload = (
         f"QMIX at batch {args.batch} (the default config)"
         if args.alg == "qmix"
@@ -129,13 +128,11 @@ def main() -> None:
         row, note = bench_map(name, args)
         rows.append(row)
         notes += note
-    load = os.getloadavg()
     md = [
         f"## {time.strftime('%Y-%m-%d %H:%M:%S %Z')}: {args.alg.upper()} with and without length groups",
         "",
-        f"- command: `.venv/bin/python benchmarks/length_groups.py {shlex.join(sys.argv[1:])}`".rstrip(),
-        f"- nproc: {os.cpu_count()}; load average before: {' '.join(f'{x:.2f}' for x in load0)}, after: "
-        f"{' '.join(f'{x:.2f}' for x in load)}; MindSpore threads {args.ms_threads}",
+        *harness.header_lines(run, __file__, sys.argv[1:]),
+        f"- MindSpore threads {args.ms_threads}",
         f"- workload: {workload}; {args.steps} timed "
         "steps per learner, alternating over 4 batches; 'first calls' = one step on each batch, every "
         "shape's compile included",

@@ -18,11 +18,11 @@ warm-up batch is not timed. Prints a Markdown table.
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
-import platform
+import sys
 import time
 from typing import Any
+
+import harness
 
 from marl import registry
 from marl.buffers import Scheme
@@ -81,7 +81,7 @@ def main() -> None:
     scheme = Scheme(info)
     expl = ExplorationConfig(epsilon_start=1.0, epsilon_finish=1.0, epsilon_anneal_time=1)
     weights = MultiAgentController(info, AgentConfig(), expl, seed=0)._weights
-    load0 = os.getloadavg()[0]
+    run = harness.start()
     owns = connect("local")
     rows = []
     try:
@@ -107,10 +107,9 @@ def main() -> None:
 
             ray.shutdown()
     print()
+    print("\n".join(harness.header_lines(run, __file__, sys.argv[1:])))
     print(
-        f"{datetime.date.today()}, {platform.node()}, nproc={os.cpu_count()}, "
-        f"1-min load average {load0:.2f} before / {os.getloadavg()[0]:.2f} after, "
-        f"env {args.env} {args.map} ({args.backend}), {args.step_delay_ms:g} ms step delay, "
+        f"- env {args.env} {args.map} ({args.backend}), {args.step_delay_ms:g} ms step delay, "
         f"{args.seconds:g} s per row"
     )
     print()

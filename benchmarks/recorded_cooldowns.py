@@ -31,7 +31,6 @@ read from the engine's SMAC state exactly as from the game's). Results: ``result
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +39,7 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import harness  # noqa: E402
 from recorded_episodes import MARINE_MAX_CD, Episode, emit, episodes_or_exit, parser, run_header  # noqa: E402
 
 from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engine-episodes", type=int, default=400)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    t0 = time.time()
+    run = harness.start()
     episodes = episodes_or_exit(ap, args.files, N, M)
     game = laws(transitions(episodes))
     eng = laws(transitions(engine_episodes(args.engine_episodes, args.seed)))
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         *run_header(
             "recorded_cooldowns.py",
             argv,
-            t0,
+            run,
             f"{len(episodes)} recorded episodes, {args.engine_episodes} engine episodes (seed {args.seed})",
         ),
         f"- Period {PERIOD:.4f} loops (X); the state's cooldown times 15 (SMAC's marine maximum) is in loops",

@@ -20,11 +20,7 @@ health`` (365 on 3m) gives 20 (SMAC, ``docs/smac.md`` section 5), so only a win 
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import subprocess
 import sys
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
 from recorded_spawns import example, tfrecords  # noqa: E402
 
 from marl.envs.smac.features_layout import Units  # noqa: E402
@@ -137,18 +134,12 @@ def episodes_or_exit(ap: argparse.ArgumentParser, files: list[Path], n: int, m: 
     return episodes
 
 
-def run_header(script: str, argv: list[str] | None, t0: float, runs: str) -> list[str]:
-    """The command, date, engine commit, ``runs`` (what was read and run), machine, load and wall-clock
-    lines that head a results file of ``benchmarks/<script>``."""
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout
-    shown = sys.argv[1:] if argv is None else argv
-    return [
-        f"- command: `python benchmarks/{script} {' '.join(str(a) for a in shown)}`",
-        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; engine commit {commit.strip()}; "
-        f"{runs}",
-        f"- machine: {platform.processor() or platform.machine()}, nproc {os.cpu_count()}, load "
-        f"{os.getloadavg()[0]:.2f}; wall-clock {time.time() - t0:.0f} s",
-    ]
+def run_header(script: str, argv: list[str] | None, run: harness.Run, runs: str) -> list[str]:
+    """The header lines (:mod:`harness`: command, date, code and engine version, versions, machine, load,
+    wall-clock since ``run``) of a results file of ``benchmarks/<script>``, the date line followed by
+    ``runs`` (what was read and run)."""
+    shown = [str(a) for a in (sys.argv[1:] if argv is None else argv)]
+    return harness.header_lines(run, script, shown, python="python", date_note=runs)
 
 
 def emit(lines: list[str], out: Path | None) -> None:

@@ -19,7 +19,6 @@ Results: ``results/recorded_features.md``.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import harness  # noqa: E402
 from recorded_episodes import Episode, emit, episodes_or_exit, parser, run_header, units_of  # noqa: E402
 
 from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         "--reference", action="store_true", help="the NumPy reference instead of the compiled path"
     )
     args = ap.parse_args(argv)
-    t0 = time.time()
+    run = harness.start()
     episodes = episodes_or_exit(ap, args.files, N, M)
     env = BatchedStarCraft2Env("3m", 1, 0)
     env.features.compiled = not args.reference
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# SMAC's observations, available actions and state: the game's 3m episodes beside the library's",
         "",
-        *run_header("recorded_features.py", argv, t0, f"{len(episodes)} recorded episodes, {rows} steps"),
+        *run_header("recorded_features.py", argv, run, f"{len(episodes)} recorded episodes, {rows} steps"),
         f"- the library's features ({path}) from the units each recorded state describes; an entry matches "
         f"within {TOL:g}",
         "",

@@ -28,7 +28,6 @@ one in the way moved at all. Results: ``results/recorded_movement.md``.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +36,7 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import harness  # noqa: E402
 from recorded_episodes import Episode, emit, episodes_or_exit, parser, run_header, unpack  # noqa: E402
 from replay_engine import replay  # noqa: E402
 
@@ -203,7 +203,7 @@ def _fmt_side(s: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = parser(__doc__)
     args = ap.parse_args(argv)
-    t0 = time.time()
+    run = harness.start()
     episodes = episodes_or_exit(ap, args.files, N, M)
     pos = {"game (D)": game_positions(episodes), "engine": engine_positions(episodes)}
     game, eng = (summary(move_steps(episodes, pos[k])) for k in pos)
@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         *run_header(
             "recorded_movement.py",
             argv,
-            t0,
+            run,
             f"{len(episodes)} recorded episodes, each replayed once in the engine with the game's ally "
             "actions",
         ),

@@ -16,7 +16,6 @@ Results: ``results/recorded_rewards.md``.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import harness  # noqa: E402
 from recorded_episodes import (  # noqa: E402
     MARINE_HP,
     Episode,
@@ -72,7 +72,7 @@ def compare(episodes: list[Episode], env: BatchedStarCraft2Env) -> dict[str, np.
 def main(argv: list[str] | None = None) -> int:
     ap = parser(__doc__)
     args = ap.parse_args(argv)
-    t0 = time.time()
+    run = harness.start()
     episodes = episodes_or_exit(ap, args.files, N, M)
     env = BatchedStarCraft2Env("3m", 1, 0)
     env.reset()  # SMAC's max_reward takes the enemies' maxima at the first reset
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# SMAC's reward: the game's 3m episodes beside the library's reward on the same states",
         "",
-        *run_header("recorded_rewards.py", argv, t0, f"{len(episodes)} recorded episodes"),
+        *run_header("recorded_rewards.py", argv, run, f"{len(episodes)} recorded episodes"),
         f"- the library's reward from the health in s_t and s_(t+1) (`SmacFeatures.reward_and_end`, SMAC's "
         f"defaults, max_reward {env.max_reward:g}); a step matches within {TOL:g} of the recorded one",
         "",

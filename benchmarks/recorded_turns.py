@@ -20,13 +20,13 @@ own step. Results: ``results/recorded_turns.md``.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import harness  # noqa: E402
 from recorded_episodes import Episode, emit, episodes_or_exit, parser, run_header, units_of  # noqa: E402
 from recorded_movement import (  # noqa: E402
     DIRS,
@@ -122,14 +122,14 @@ def late_attacks(episodes: list[Episode]) -> list[tuple[float, float, float, flo
 def main(argv: list[str] | None = None) -> int:
     ap = parser(__doc__)
     args = ap.parse_args(argv)
-    t0 = time.time()
+    run = harness.start()
     episodes = episodes_or_exit(ap, args.files, N, M)
     sides = {"game (D)": table(free_steps(episodes, game_positions(episodes)))}
     sides["engine"] = table(free_steps(episodes, engine_positions(episodes)))
     lines = [
         "# Move steps with nothing in the way, by the turn: the game's 3m episodes beside the engine's",
         "",
-        *run_header("recorded_turns.py", argv, t0, f"{len(episodes)} recorded episodes, each replayed once"),
+        *run_header("recorded_turns.py", argv, run, f"{len(episodes)} recorded episodes, each replayed once"),
         "- a step counts when no other living ally stands -0.2 to 1.6 along the order and within 0.9 of "
         "its line; turn = angle between the order and the way the ally faced (its last target, else its "
         "last walk)",

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -28,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import harness  # noqa: E402
 from recorded_episodes import (  # noqa: E402
     Episode,
     cluster_bootstrap,
@@ -135,20 +134,6 @@ def agreement(game: dict, eng: dict, seeds: int) -> dict[str, tuple[float, float
     return res
 
 
-def _sh(cmd: list[str]) -> str:
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, check=False).stdout.strip()
-    except OSError:
-        return "?"
-
-
-def _cpu() -> str:
-    for line in _sh(["lscpu"]).splitlines():
-        if line.startswith("Model name:"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "?"
-
-
 def _fmt(v: tuple[float, float, float], pct: bool = False, digits: int = 2) -> str:
     k = 100.0 if pct else 1.0
     unit = " %" if pct else ""
@@ -234,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         "not the engine's default)",
     )
     a = ap.parse_args(argv)
+    run = harness.start()
     rules = parse_rules(a.variant)
     spec = load_map(a.map)
     n, m = spec.n_agents, spec.n_enemies
@@ -252,13 +238,8 @@ def main(argv: list[str] | None = None) -> int:
         agree[label] = agreement(game, st, a.seeds)
         div[label] = divergence(episodes, reps, n, m, a.extent, centre)
         subs[label] = {**reps.subs, "past_recording": reps.past_recording, "actions": reps.actions}
-    sim_dirty = _sh(["git", "status", "--short", "marl/envs/smac/sim"])
     meta = {
-        "command": "python benchmarks/replay_recorded.py " + " ".join(sys.argv[1:] if argv is None else argv),
-        "date": _sh(["date"]),
-        "machine": f"{_sh(['nproc'])} cores, {_cpu()}",
-        "engine commit": _sh(["git", "rev-parse", "--short", "HEAD"])
-        + ("" if not sim_dirty else " (marl/envs/smac/sim modified in the work tree)"),
+        **harness.header(run, __file__, sys.argv[1:] if argv is None else argv, python="python"),
         "episodes": f"{len(episodes)} stitched from {found['sequences']} sequences "
         f"({found['overlaps_checked']} overlaps checked, {found['overlaps_differ']} differ; "
         f"{found['orphans']} sequences without an episode start; {found['no_terminal']} episodes without "

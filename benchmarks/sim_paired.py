@@ -18,7 +18,6 @@ at different speeds while SMAX's scan ran alike on both (``results/sim_throughpu
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import statistics
@@ -27,20 +26,19 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import harness
 from sim_throughput import (
     BENCH_PY,
     MAPS,
     N_ENVS,
     ROOT,
     SMAX_WORKER,
-    fmt_load,
     full_stepper,
     rollout_stepper,
     steady_rate,
 )
 
 from marl.envs.smac.threads import resolve_threads
-from marl.provenance import cpu_model
 
 SIDES = ("full", "rollout", "smax_step", "smax_scan")
 RATIOS = (("full", "smax_step"), ("full", "smax_scan"), ("rollout", "smax_scan"))
@@ -129,8 +127,8 @@ def paired_cell(
     return out
 
 
-def report(cells: list[tuple], args: argparse.Namespace, head: dict, loads: tuple) -> str:
-    """The results page: provenance, then one row per cell."""
+def report(cells: list[tuple], args: argparse.Namespace, head: dict, run: harness.Run) -> str:
+    """The results page: provenance (the harness header since ``run``), then one row per cell."""
     cores = "all" if args.cpus is None else ", ".join(map(str, args.cpus)) + " only (both sides)"
 
     def rng(s: dict) -> str:
@@ -139,13 +137,11 @@ def report(cells: list[tuple], args: argparse.Namespace, head: dict, loads: tupl
     lines = [
         "# Our SMAC env vs JaxMARL SMAX, paired rounds: env steps per second",
         "",
-        f"- command: `{' '.join([Path(sys.executable).name] + sys.argv)}`",
-        f"- date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
+        *harness.header_lines(run, __file__, sys.argv[1:], python="python"),
         f"- peer versions ({BENCH_PY.parent.parent.name}): jax {head['jax']}, jaxmarl {head['jaxmarl']}",
-        f"- machine: {cpu_model()}; nproc: {os.cpu_count()}; ours on {resolve_threads(args.threads)} threads "
+        f"- ours on {resolve_threads(args.threads)} threads "
         f"(`threads={args.threads}`), XLA on every core it may use; {args.rounds} rounds of {args.seconds} s "
         f"a side; cores: {cores}",
-        f"- load average (1/5/15 min) before: {loads[0]}; after: {loads[1]}",
         "- **full** = `BatchedStarCraft2Env.step` (obs, state, avail, reward, end for every env; random "
         "available actions; resets); **rollout** = `random_rollout`, 100 steps a compiled call; SMAX = "
         "`HeuristicEnemySMAX`, **step** = its jitted step, **scan** = 100 steps in one `lax.scan`",
@@ -186,7 +182,7 @@ def main() -> None:
         if not set(args.cpus) <= set(allowed):
             ap.error(f"--cpus {args.cpus}: this process may run on cores {allowed} only")
         os.sched_setaffinity(0, args.cpus)  # the worker, started later, inherits it
-    load0, cells, raw, head = fmt_load(os.getloadavg()), [], {}, {}
+    run, cells, raw, head = harness.start(), [], {}, {}
     for name in args.maps:
         for n in args.envs:
             with SmaxServer.smax(name, n) as server:
@@ -199,7 +195,7 @@ def main() -> None:
                 f"{name} x{n}: " + ", ".join(f"{k} {v['median']:.2f}" for k, v in s.items() if "/" in k),
                 flush=True,
             )
-    text = report(cells, args, head, (load0, fmt_load(os.getloadavg())))
+    text = report(cells, args, head, run)
     print(text)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -13,18 +13,15 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
-import platform
-import shlex
 import statistics
 import sys
 import time
 from pathlib import Path
 
+import harness
 import numpy as np
 
 from marl.envs.smac.env import StarCraft2Env
-from marl.provenance import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 MAPS = ("3m", "8m", "27m_vs_30m")
@@ -77,17 +74,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--note", default="")
     args = ap.parse_args(argv)
     given = sys.argv[1:] if argv is None else argv
-    load0 = os.getloadavg()
+    run = harness.start()
     rows = [measure(m, args.steps // (5 if m == "27m_vs_30m" else 1), args.blocks) for m in args.maps]
-    load1 = os.getloadavg()
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         f"## {date}",
         "",
-        f"- command: `{shlex.join(['python', 'benchmarks/smac_api_step.py', *given])}`",
-        f"- date: {date}; machine: {cpu_model()}; nproc {os.cpu_count()}; Python "
-        f"{platform.python_version()}, NumPy {np.__version__}; load average before "
-        f"{' / '.join(f'{x:.2f}' for x in load0)}, after {' / '.join(f'{x:.2f}' for x in load1)}",
+        *harness.header_lines(run, __file__, given, python="python"),
         f"- {args.blocks} alternating blocks per path; median block; one thread",
     ]
     if args.note:

@@ -8,7 +8,7 @@ unit (in the env's agent / enemy order), its offset from the spawn point of its 
 its type): the mean over resets and the spread, plus a per-side summary (the largest distance from the
 point and the closest pair of units).
 
-    .venv/bin/python benchmarks/spawn_layout.py --maps 3m 2s3z --episodes 20 --json /tmp/sim.json
+    .venv/bin/python benchmarks/spawn_layout.py --maps 3m 2s3z --episodes 20 --json sim.json
     python benchmarks/spawn_layout.py --backend sc2 --json game.json          # on a machine with the game
     .venv/bin/python benchmarks/spawn_layout.py --compare game.json     # the engine beside the game
 

@@ -25,18 +25,15 @@ widened by 1.96 standard errors of a 32-episode mean.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import os
-import platform
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+import harness  # noqa: E402
 
 from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
 from marl.envs.smac.sim.variants import parse_rules  # noqa: E402
@@ -159,19 +156,6 @@ def check_map(map_name: str, episodes: int, seeds: int, sim_rules: str) -> tuple
     return row, not (win_ok and ret_ok)
 
 
-def git_commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-        )
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "marl"], cwd=ROOT, capture_output=True, text=True
-        )
-        return out.stdout.strip() + (" (engine files modified)" if dirty.stdout.strip() else "")
-    except OSError:
-        return "unknown"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--maps", nargs="+", default=list(PAPER_MAPS), choices=PAPER_MAPS, metavar="MAP")
@@ -186,7 +170,7 @@ def main() -> None:
         parse_rules(args.sim_rules)
     except ValueError as err:
         ap.error(str(err))
-    t0, load0 = time.time(), os.getloadavg()
+    run = harness.start()
     head = (
         "| map | game runs | game win % | game return | engine random win % | random return | "
         "engine greedy win % | greedy return | verdict |"
@@ -198,21 +182,15 @@ def main() -> None:
         rows.append(row)
         flagged += [m] if bad else []
         print(row, flush=True)
-    import numba
-
     lines = [
         "# T=0 check: the game's untrained greedy play against the engine's random and untrained greedy play",
         "",
-        f"- command: `{' '.join(['.venv/bin/python', 'benchmarks/t0_check.py', *sys.argv[1:]])}`",
-        f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; engine: commit `{git_commit()}`"
-        + (
-            f"; targeting: candidate rules `{args.sim_rules}` (sim/variants.py), not the engine's"
+        *harness.header_lines(run, __file__, sys.argv[1:]),
+        *(
+            [f"- targeting: candidate rules `{args.sim_rules}` (sim/variants.py), not the engine's"]
             if args.sim_rules
-            else ""
+            else []
         ),
-        f"- machine: {platform.machine()}, nproc {os.cpu_count()}, load at start {load0[0]:.2f}, at end "
-        f"{os.getloadavg()[0]:.2f}; wall-clock {time.time() - t0:.0f} s; python {platform.python_version()}, "
-        f"numpy {np.__version__}, numba {numba.__version__}",
         "- game: every published run's first test phase (32 greedy episodes of an untrained network; "
         "`benchmarks/smac_paper_runs.json`, SC2 4.6.2), all algorithms pooled: median [min, max] over runs",
         f"- engine: random = uniform over available actions, {2 * args.episodes} episodes, win % "

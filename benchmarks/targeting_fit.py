@@ -23,9 +23,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import harness  # noqa: E402
 from recorded_episodes import Episode, hits, sequences, stitch, unpack  # noqa: E402
 from replay_engine import replay  # noqa: E402
-from replay_recorded import _cpu, _fmt, _sh, agreement, engine_stats, game_stats, outcome_rows  # noqa: E402
+from replay_recorded import _fmt, agreement, engine_stats, game_stats, outcome_rows  # noqa: E402
 
 from marl.envs.smac.maps import load_map  # noqa: E402
 from marl.envs.smac.sim.variants import parse_rules  # noqa: E402
@@ -185,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variants", nargs="+", default=list(VARIANTS))
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
+    run = harness.start()
     spec = load_map(a.map)
     n, m = spec.n_agents, spec.n_enemies
     episodes, _ = stitch(sequences(sorted(a.files)), n, 6 + m)
@@ -197,15 +199,11 @@ def main(argv: list[str] | None = None) -> int:
         [np.concatenate([x["ally_pos"], x["enemy_pos"]], 1) for x in u],
     )
     rows, extra = screen(episodes, spec, a.extent, game, a.variants, a.seeds, a.seed)
-    cmd = "python benchmarks/targeting_fit.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    shown = sys.argv[1:] if argv is None else argv
     lines = [
         "# Targeting/timing rules of the built-in AI against the game's first volleys (3m, recorded spawns)",
         "",
-        f"- command: {cmd}",
-        f"- date: {_sh(['date'])}",
-        f"- machine: {_sh(['nproc'])} cores, {_cpu()}",
-        f"- engine commit: {_sh(['git', 'rev-parse', '--short', 'HEAD'])} (work tree with "
-        "marl/envs/smac/sim/variants.py)",
+        *harness.header_lines(run, __file__, shown, python="python"),
         f"- episodes: {len(episodes)}; {a.seeds} engine replays per episode and variant, seed {a.seed}",
         "",
     ]

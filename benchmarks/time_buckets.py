@@ -13,8 +13,6 @@ Steps alternate between lengths and frameworks in blocks, so all see the same ma
 from __future__ import annotations
 
 import argparse
-import os
-import shlex
 import statistics
 import sys
 import time
@@ -23,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import harness  # noqa: E402
 from learner_step import batch_arrays, map_info, synthetic_batch, torch_peer  # noqa: E402
 
 from marl.config.schema import Config, LearnerConfig  # noqa: E402
@@ -40,6 +39,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "time_buckets.md"))
     args = ap.parse_args()
     setup(args.ms_threads, seed=0)
+    run = harness.start()
     info, cfg = map_info("3m"), Config(learner=LearnerConfig(batch_size=args.batch, use_jit=True))
     learner = QLearner(info, cfg)
     batches = {n: [synthetic_batch(info, args.batch, s, max_len=n) for s in range(2)] for n in LONGEST}
@@ -76,7 +76,6 @@ def main() -> None:
                 t0 = time.perf_counter()
                 torch_step(*cut[n][i % 2])
                 th_t[n].append(time.perf_counter() - t0)
-    load = os.getloadavg()
     rows = []
     for n in LONGEST:
         slots = learner.train_slots(batches[n][0]["filled"])
@@ -87,9 +86,7 @@ def main() -> None:
     md = [
         "# Time buckets: the QMIX train step over the filled slots only",
         "",
-        f"- command: `.venv/bin/python benchmarks/time_buckets.py {shlex.join(sys.argv[1:])}`".rstrip(),
-        f"- date: {time.strftime('%Y-%m-%d %H:%M:%S %Z')}; nproc: {os.cpu_count()}; "
-        f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
+        *harness.header_lines(run, __file__, sys.argv[1:]),
         f"- workload: SMAC 3m sizes, batch {args.batch} episodes (limit 60), QMIX + TD(lambda) + Adam; "
         f"{args.steps} timed steps per length and framework, interleaved; MindSpore threads "
         f"{args.ms_threads}, torch threads 1",
