@@ -34,7 +34,7 @@ pettingzoo_view pettingzoo_suite sim_batched sim_engine sim_jit sim_targeting si
 sim_weapons smac_batched_env smac_env smac_env_fused smac_features smac_fused smac_maps smac_rollout
 smacv2_distributions smacv2_engine smacv2_env smacv2_fast smacv2_game smacv2_obs_reference unit_data
 q_learner coma qplex qtran wqmix dqn maddpg pg maa2c gru_bptt length_groups compiled_lengths update_rows
-learner_protocol q_learner_long
+learner_protocol q_learner_long tiers
 """
 _INTEGRATION = """
 train_integration faults faults_cli overlap sweep checkpoint controller runner ray_runner baselines_eval
