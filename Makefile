@@ -10,7 +10,7 @@ PORT ?= 8080
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
-.PHONY: venv venv-test kernels train test test-fast lint tables docs docs-serve bench bench-env bench-step torchrl-env board board-env board-stop clean
+.PHONY: venv venv-test kernels train test test-fast test-external lint tables docs docs-serve bench bench-env bench-step torchrl-env board board-env board-stop clean
 
 # The virtual environment is (re)built whenever pyproject.toml changes: `make train` installs what training
 # needs (the `train` extra); `make test` adds the test tools, the game client, Ray and the report statistics.
@@ -38,13 +38,19 @@ ALG ?= qmix
 train: kernels
 	$(PY) -m marl train --alg $(ALG) --map $(MAP)
 
+# The test tiers (docs/testing.md; tests/conftest.py gives each test one): `make test` runs every tier but
+# external (what CI runs), `make test-fast` the unit tier alone (about 90 s).
 test: venv-test kernels
 	$(PY) -m ruff check marl scripts tests benchmarks
 	$(PY) -m ruff format --check marl scripts tests benchmarks
-	$(PY) -m pytest -q $(XDIST) --durations=15
+	$(PY) -m pytest -q $(XDIST) -m "not external" --durations=15
 
 test-fast: venv-test kernels
-	$(PY) -m pytest -q $(XDIST) -m "not slow"
+	$(PY) -m pytest -q $(XDIST) -m unit --durations=5
+
+# The external tier: the real game (scripts/install_sc2.sh) and MindInsight (make board-env); skips what is absent.
+test-external: venv-test kernels
+	$(PY) -m pytest -q -m external -rs
 
 lint: venv-test
 	$(PY) -m ruff check marl scripts tests benchmarks

@@ -1,6 +1,151 @@
-"""Test-session setup shared by every test file."""
+"""Test-session setup shared by every test file: the tiers, the seeding, and the hidden game.
 
+Every test belongs to exactly one tier (a pytest marker, registered in ``pyproject.toml``; docs/testing.md
+says what each holds and its time budget). A test's tier is, in this order:
+
+1. a tier marker on the test or its module (``@pytest.mark.conformance``, ``pytestmark = ...``);
+2. ``external`` when it is marked ``sc2`` or ``mindinsight`` (it needs something a ``make`` install lacks);
+3. the first pattern of :data:`TEST_TIERS` that matches ``file::test[params]`` (tests of a unit file that
+   train, compile graphs or take seconds);
+4. its file's entry in :data:`FILE_TIERS`;
+5. :data:`DEFAULT_TIER` for a file not listed there, so a new test file runs in ``make test`` at once.
+
+A ``slow`` test in a ``unit`` file is moved to ``integration``: the unit tier is the 90-second loop.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import sys
+
+import numpy as np
 import pytest
+
+TIERS = ("unit", "integration", "conformance", "learning", "benchmarks", "external")
+DEFAULT_TIER = "integration"
+EXTERNAL_MARKERS = ("sc2", "mindinsight")
+# Per-test ceilings (pytest-timeout) of the tiers whose tests train for real; the rest use pyproject's 300 s.
+TIER_TIMEOUT_S = {"learning": 900, "external": 900}
+
+_UNIT = """
+buffers config config_sections dense gru_kernel gym_env gym_view logging modules mpe numba_cache_guard
+pettingzoo_view pettingzoo_suite sim_batched sim_engine sim_jit sim_targeting sim_threads
+sim_weapons smac_batched_env smac_env smac_env_fused smac_features smac_fused smac_maps smac_rollout
+smacv2_distributions smacv2_engine smacv2_env smacv2_fast smacv2_game smacv2_obs_reference unit_data
+q_learner coma qplex qtran wqmix dqn maddpg pg maa2c gru_bptt length_groups compiled_lengths update_rows
+learner_protocol q_learner_long tiers
+"""
+_INTEGRATION = """
+train_integration faults faults_cli overlap sweep checkpoint controller runner ray_runner baselines_eval
+engine_only imports ms_setup sc2_engine smacv2_batched readme_tables ppo report records
+"""
+_LEARNING = "learning smacv2_train_seeded"
+_BENCHMARKS = """
+acting_threads_bench epymarl_bench fidelity_bench fidelity_smaclite heuristic_sensitivity learner_step_bench
+map_ordering paper_runs recorded_cooldowns recorded_features recorded_movement recorded_rewards
+recorded_spawns recorded_turns replay_recorded sim_paired_bench smacv2_baselines smacv2_throughput_bench
+spawn_layout_bench suite_page unit_data_check
+"""
+_EXTERNAL = "mindinsight"
+
+# Tests of unit files that belong to integration: each took 5 s or more in the unit-tier run of 2026-11-28
+# (docs/testing.md); they run the Trainer, compile MindSpore graphs (jit parity) or run long numeric loops.
+_SLOW_IN_UNIT_FILES = """
+test_update_rows.py::test_a_run_with_update_rows_trains_and_the_memory_stop_names_one
+test_update_rows.py::test_update_in_row_parts_equals_the_one_graph_update[*
+test_update_rows.py::test_ppo_epochs_in_row_parts_equal_the_one_batch_epochs[*
+test_q_learner.py::test_jit_and_eager_give_the_same_losses[*
+test_q_learner.py::test_soft_target_update[True]
+test_q_learner.py::test_training_reduces_loss[*
+test_length_groups.py::test_grouped_update_equals_the_one_batch_update[*-True]
+test_gru_kernel.py::test_kernel_equals_reference_forward_and_gradients[True-*
+test_gru_kernel.py::test_kernel_equals_reference_forward_and_gradients[*-61-96-64]
+test_gru_kernel.py::test_agent_unroll_same_with_and_without_kernels
+test_gru_bptt.py::test_gradients_equal_float64_autodiff[*-True]
+test_gru_bptt.py::test_float64_truth_is_grucell_and_the_reference_matches_its_autodiff
+test_maddpg.py::test_state_dict_resume_draws_the_same_minibatches_and_noise
+test_maddpg.py::test_maddpg_trainer_fake_env_discrete
+test_maddpg.py::test_ddpg_trainer_pendulum_continuous
+test_maddpg.py::test_critic_target_against_naive
+test_maddpg.py::test_soft_update_arithmetic
+test_dqn.py::test_step_reports_the_naive_target_and_learns
+test_dqn.py::test_trainer_cartpole_short_run
+test_dqn.py::test_resume_from_checkpoint_draws_the_same_minibatches
+test_qtran.py::test_train_step_updates_agents_and_joint_nets_and_round_trips
+test_qtran.py::test_config_and_a_short_run_on_the_fake_env
+test_sim_jit.py::test_the_fused_step_of_one_env_counts_no_references
+test_sim_jit.py::test_the_game_loop_counts_no_references
+test_coma.py::test_train_moves_actor_and_critic_copies_target_on_schedule_and_round_trips
+test_coma.py::test_config_and_a_short_run_on_the_fake_env
+test_pg.py::test_pg_trains_on_gym_cartpole_with_jit
+test_maa2c.py::test_maa2c_trains_on_fake_env
+test_maa2c.py::test_maa2c_train_step_is_one_unclipped_update
+test_wqmix.py::test_configs_and_a_short_run_on_the_fake_env[*
+test_q_learner_long.py::test_auto_mode_trains_short_batches_on_the_whole_episode
+test_q_learner_long.py::test_one_chunk_training_matches_whole_episode_training
+test_qplex.py::test_qplex_q_learner_trains[*
+"""
+TEST_TIERS: dict[str, str] = {pattern: "integration" for pattern in _SLOW_IN_UNIT_FILES.split()}
+
+
+def _matches(name: str, pattern: str) -> bool:
+    """``pattern`` matches ``name`` where each ``*`` stands for any text (brackets are literal)."""
+    return re.fullmatch(".*".join(map(re.escape, pattern.split("*"))), name) is not None
+
+
+FILE_TIERS: dict[str, str] = {
+    f"test_{stem}.py": tier
+    for tier, names in (
+        ("unit", _UNIT),
+        ("integration", _INTEGRATION),
+        ("learning", _LEARNING),
+        ("benchmarks", _BENCHMARKS),
+        ("external", _EXTERNAL),
+    )
+    for stem in names.split()
+}
+
+
+def tier_of(item: pytest.Item) -> str:
+    """The tier of one collected test (the module docstring gives the rules)."""
+    for tier in TIERS:
+        if item.get_closest_marker(tier) is not None:
+            return tier
+    if any(item.get_closest_marker(m) is not None for m in EXTERNAL_MARKERS):
+        return "external"
+    name = f"{item.path.name}::{item.name}"
+    for pattern, tier in TEST_TIERS.items():
+        if _matches(name, pattern):
+            return tier
+    tier = FILE_TIERS.get(item.path.name, DEFAULT_TIER)
+    if tier == "unit" and item.get_closest_marker("slow") is not None:
+        return "integration"
+    return tier
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give every test its tier marker, so that ``-m unit`` (and the other tiers) select it."""
+    for item in items:
+        tier = tier_of(item)
+        if item.get_closest_marker(tier) is None:
+            item.add_marker(getattr(pytest.mark, tier))
+        if tier in TIER_TIMEOUT_S and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(TIER_TIMEOUT_S[tier]))
+
+
+@pytest.fixture(autouse=True)
+def _seeded() -> None:
+    """Seed Python's, NumPy's global and (when imported) MindSpore's generators before every test.
+
+    A test's random draws then do not depend on which tests ran before it in the same worker (pytest-xdist
+    hands tests to workers in a different order from run to run).
+    """
+    random.seed(0)
+    np.random.seed(0)
+    ms = sys.modules.get("mindspore")
+    if ms is not None:
+        ms.set_seed(0)
 
 
 @pytest.fixture(autouse=True)

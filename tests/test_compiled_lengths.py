@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_length_groups import INFO, LENGTHS
-from test_q_learner import cfg, make_batch  # tests/ is on sys.path under pytest
+from learner_batches import GROUPS_INFO as INFO  # tests/ is on sys.path under pytest
+from learner_batches import LENGTHS, cfg, cut_episodes, make_batch, ppo_cfg, random_ppo_batch
 
 from marl.envs.base import EnvInfo
 from marl.learners import QLearner
@@ -92,16 +92,14 @@ def test_q_update_padded_to_a_compiled_length_equals_the_exact_one(length_groups
 def test_ppo_update_padded_to_a_compiled_length_equals_the_exact_one(tmp_path, length_groups: int) -> None:  # noqa: ANN001
     """As above for MAPPO's epochs: one group pads the evaluation and the epochs from 8 to 12 slots; two
     groups pad the rest's group from 8 to 12 slots (the evaluation runs at the batch's 13)."""
-    from test_ppo import _cfg, _random_batch, cut_episodes
-
     info = EnvInfo(n_agents=3, n_actions=4, obs_shape=6, state_shape=7, episode_limit=12)
     over = ("env.args.episode_limit=12", "use_jit=false", "learner.batch_size=16")
-    cfg_ = with_overrides(_cfg(tmp_path, "mappo", "fake", over), learner={"time_bucket": 4})
+    cfg_ = with_overrides(ppo_cfg(tmp_path, "mappo", "fake", over), learner={"time_bucket": 4})
     cfg_ = with_overrides(cfg_, learner={"length_groups": length_groups, "num_minibatches": 1})
     lengths = [2, 5, 3] * 5 + [4]  # one group: 6 slots, bucketed to 8
     if length_groups == 2:  # two run to the limit
         lengths = [2, 12, 3, 2, 4, 3, 2, 12, 3, 2, 3, 4, 2, 3, 2, 3]
-    batch = cut_episodes(_random_batch(info, 16, 5), lengths, limit=12)
+    batch = cut_episodes(random_ppo_batch(info, 16, 5), lengths, limit=12)
     exact, padded = PPOLearner(info, cfg_), PPOLearner(info, cfg_)
     padded.load_state_dict(exact.state_dict())
     padded.length_plan = _planned({("batch", 16): {12}, ("group", 14): {12}})

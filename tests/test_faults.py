@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_train_integration import TINY as BASE_TINY
+from train_runs import FAULTS_TINY as TINY  # tests/ is on sys.path under pytest
 
 from marl.checkpoint import Checkpointer, CheckpointError, latest, load, load_latest, periodic
 from marl.cli import evaluate_main
@@ -19,13 +19,6 @@ from marl.config import load_config
 from marl.provenance import code_version, read_provenance
 from marl.run_folder import RunFolderError, RunLock, create_run_dir, default_run_name
 from marl.trainer import RunStopped, Trainer, flatten_arrays, nest_arrays
-
-# the integration tests' tiny fake-env run (without its t_max), saving more often and keeping more checkpoints
-TINY = [
-    *(o for o in BASE_TINY if not o.startswith("t_max=")),
-    "checkpoint.save_interval=100",
-    "checkpoint.keep_last=5",
-]
 
 
 def _cfg(tmp_path: Path, *extra: str, alg: str = "qmix") -> object:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_faults import TINY
+from train_runs import FAULTS_TINY as TINY  # tests/ is on sys.path under pytest
 
 from marl.checkpoint import latest, load, periodic
 from marl.cli import train_main

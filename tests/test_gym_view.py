@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 from gymnasium.spaces import flatdim
 from gymnasium.wrappers import TimeLimit
+from shared import REPRESENTATIVE_MAPS, on_every_map  # tests/ is on sys.path under pytest
 
-from marl.envs.smac import StarCraft2Env, list_maps
+from marl.envs.smac import StarCraft2Env
 
 KEY = "marl.envs.smac.gym_view:marl/{}-v0"  # Gymnasium imports the module named before ':'
 
 
-@pytest.mark.parametrize("map_name", list_maps())
-def test_every_map_is_registered_with_smac_sizes(map_name: str) -> None:
+def _registered_with_smac_sizes(map_name: str) -> None:
     env = gym.make(KEY.format(map_name), seed=0)
     smac = StarCraft2Env(map_name, seed=0).env_info()
     u = env.unwrapped
@@ -23,6 +23,16 @@ def test_every_map_is_registered_with_smac_sizes(map_name: str) -> None:
     obs, _ = env.reset(seed=0)
     assert env.observation_space.contains(obs)
     env.close()
+
+
+@pytest.mark.parametrize("map_name", REPRESENTATIVE_MAPS)
+def test_map_is_registered_with_smac_sizes(map_name: str) -> None:
+    _registered_with_smac_sizes(map_name)
+
+
+@pytest.mark.conformance
+def test_every_map_is_registered_with_smac_sizes() -> None:
+    on_every_map(_registered_with_smac_sizes)
 
 
 def test_an_epymarl_style_loop_runs_whole_episodes_with_masks_and_state() -> None:

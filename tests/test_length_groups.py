@@ -5,30 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_q_learner import cfg, make_batch  # tests/ is on sys.path under pytest
+from learner_batches import GROUPS_INFO as INFO  # tests/ is on sys.path under pytest
+from learner_batches import LENGTHS, assert_same_update, cfg, make_batch, ppo_pair
+from learner_batches import filled_mask as _filled
 
 from marl.config.schema import Config, MixerConfig, WQMIXConfig
-from marl.envs.base import EnvInfo
 from marl.learners import QLearner
 from marl.learners.base import step_footprint
 from marl.learners.length_groups import split_by_length
-from marl.learners.ppo_learner import PPOLearner
 from marl.learners.wqmix_learner import WQMIXLearner
-from marl.trainer import with_overrides
 from marl.utils.ms import setup
 
 setup(1, seed=0)
-
-INFO = EnvInfo(n_agents=3, n_actions=5, obs_shape=6, state_shape=8, episode_limit=20)
-# two timed-out episodes (21 slots) among short ones: the shape of an exploring QMIX batch
-LENGTHS = [3, 20, 2, 4, 5, 6, 3, 2, 20, 4, 5, 3, 2, 2, 7, 3]
-
-
-def _filled(lengths: list[int], t_slots: int = 21) -> np.ndarray:
-    filled = np.zeros((len(lengths), t_slots, 1), np.float32)
-    for row, n in enumerate(lengths):
-        filled[row, : n + 1] = 1.0
-    return filled
 
 
 def test_split_takes_the_longest_eighth_apart_in_row_order() -> None:
@@ -107,31 +95,10 @@ def test_memory_check_footprint_is_the_largest_group() -> None:
     assert step_footprint(two, batch) == max(2 * 21, 14 * 8)  # the two longest; the rest up to 7 steps + 1
 
 
-def ppo_pair(tmp_path, alg: str, **split: int) -> tuple:  # noqa: ANN001
-    """A PPO learner on one padded batch, one with the learner settings ``split``, and a batch of 16 episodes
-    of which two run to the limit (one minibatch per epoch, the SMAC setting)."""
-    from test_ppo import _cfg, _random_batch, cut_episodes
-
-    info = EnvInfo(n_agents=3, n_actions=4, obs_shape=6, state_shape=7, episode_limit=12)
-    over = (
-        "env.args.episode_limit=12",
-        "use_jit=false",
-        "learner.batch_size=16",
-        "learner.num_minibatches=1",
-    )
-    cfg = _cfg(tmp_path, alg, "fake", over)
-    lengths = [2, 12, 3, 2, 4, 3, 2, 12, 3, 2, 3, 4, 2, 3, 2, 3]
-    batch = cut_episodes(_random_batch(info, 16, 5), lengths, limit=12)
-    one = PPOLearner(info, with_overrides(cfg, learner={"time_bucket": 4, "length_groups": 1}))
-    return one, PPOLearner(info, with_overrides(cfg, learner={"time_bucket": 4, **split})), batch
-
-
 @pytest.mark.parametrize("alg", ["mappo", "ippo"])
 def test_ppo_grouped_epochs_equal_the_one_batch_epochs(tmp_path, alg: str) -> None:  # noqa: ANN001
     """PPO's epochs over the two groups give the one-batch epochs' statistics and weights (the no-grad
     evaluation runs over the whole batch either way)."""
-    from test_ppo import assert_same_update
-
     one, two, batch = ppo_pair(tmp_path, alg, length_groups=2)
     assert split_by_length(batch["filled"], 2, 13, 4) is not None
     assert_same_update(one, two, batch)

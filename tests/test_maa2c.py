@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_ppo import _random_batch  # tests/ is on sys.path under pytest
+from learner_batches import random_ppo_batch  # tests/ is on sys.path under pytest
 
 import marl.learners.ppo_learner  # noqa: F401  (registers "ppo")
 from marl.buffers import EpisodeBatch
@@ -39,7 +39,7 @@ def _learner(tmp_path: Path, *extra: str) -> PPOLearner:
 
 
 def _batch(b: int, seed: int) -> EpisodeBatch:
-    return _random_batch(INFO, b, seed)
+    return random_ppo_batch(INFO, b, seed)
 
 
 def test_maa2c_settings() -> None:

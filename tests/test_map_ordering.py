@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from train_runs import fake_run  # tests/ is on sys.path under pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
@@ -31,8 +32,6 @@ def test_verdict_names_inversions_and_missing_classes():
 
 def test_table_reads_a_sweep(tmp_path):
     pytest.importorskip("rliable")
-    from test_report import fake_run
-
     for seed in (0, 1):
         fake_run(tmp_path, "qmix", "8m", seed, [(200_000, 0.5), (260_000, 0.8), (300_000, 1.0)], env="sc2")
         fake_run(tmp_path, "qmix", "corridor", seed, [(260_000, 0.0), (300_000, 0.1 * seed)], env="sc2")
@@ -48,8 +47,6 @@ def test_table_reads_a_sweep(tmp_path):
 
 def test_side_by_side_puts_each_algorithm_beside_the_others(tmp_path):
     pytest.importorskip("rliable")
-    from test_report import fake_run
-
     for seed in (0, 1):
         fake_run(tmp_path, "qmix", "8m", seed, [(260_000, 0.6), (300_000, 0.8)], env="sc2")
     fake_run(tmp_path, "mappo", "8m", 0, [(260_000, 0.2), (300_000, 0.4)], env="sc2")
@@ -71,7 +68,6 @@ def test_tables_from_run_records_are_those_from_the_run_folders(tmp_path):
     included, as its run folders."""
     pytest.importorskip("rliable")
     import smacv2_baselines as sb
-    from test_report import fake_run
 
     from marl.report.cli import report_main
 

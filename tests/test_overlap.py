@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_train_integration import TINY
+from train_runs import TINY  # tests/ is on sys.path under pytest
 
 from marl.config import load_config
 from marl.runners.overlap import run_beside

@@ -1,6 +1,7 @@
 """PettingZoo's own test suite on the SMAC view of every map, and the view's options.
 
-Each of the 23 maps runs ``parallel_api_test``, ``parallel_seed_test``, ``api_test`` and ``seed_test`` (on
+Each of the 23 maps (the conformance tier; the unit tier runs four representative maps) runs
+``parallel_api_test``, ``parallel_seed_test``, ``api_test`` and ``seed_test`` (on
 ``parallel_to_aec``), ``render_test`` (``human`` in a headless pygame window, ``rgb_array``) and
 ``max_cycles_test``. The tools that sample unmasked actions (the seed and max-cycles tests) get the
 lenient ``unavailable_action="noop"`` view, as a user of those tools would configure it.
@@ -26,6 +27,7 @@ from pettingzoo.test import (  # noqa: E402
     seed_test,
 )
 from pettingzoo.utils.conversions import parallel_to_aec  # noqa: E402
+from shared import REPRESENTATIVE_MAPS, on_every_map  # noqa: E402  (tests/ is on sys.path under pytest)
 
 from marl.envs.pettingzoo_view import pettingzoo_env  # noqa: E402
 from marl.envs.smac.maps import list_maps  # noqa: E402
@@ -42,8 +44,7 @@ def test_all_23_maps_are_covered() -> None:
     assert len(MAPS) == 23
 
 
-@pytest.mark.parametrize("map_name", MAPS)
-def test_pettingzoo_suite(map_name: str) -> None:
+def _pettingzoo_suite(map_name: str) -> None:
     strict = lambda **kw: pettingzoo_env(map_name, seed=1, **kw)  # noqa: E731
     lenient = lambda **kw: pettingzoo_env(map_name, seed=1, unavailable_action="noop", **kw)  # noqa: E731
     with warnings.catch_warnings():
@@ -63,8 +64,17 @@ def test_pettingzoo_suite(map_name: str) -> None:
     max_cycles_test(mod)
 
 
-@pytest.mark.parametrize("map_name", MAPS)
-def test_spaces_hold_every_observation_and_state(map_name: str) -> None:
+@pytest.mark.parametrize("map_name", REPRESENTATIVE_MAPS)
+def test_pettingzoo_suite(map_name: str) -> None:
+    _pettingzoo_suite(map_name)
+
+
+@pytest.mark.conformance
+def test_pettingzoo_suite_on_every_map() -> None:
+    on_every_map(_pettingzoo_suite)
+
+
+def _spaces_hold_every_observation_and_state(map_name: str) -> None:
     env = pettingzoo_env(map_name, seed=2, obs_last_action=True, obs_timestep_number=True)
     rng = np.random.default_rng(0)
     obs, _ = env.reset(seed=2)
@@ -80,6 +90,16 @@ def test_spaces_hold_every_observation_and_state(map_name: str) -> None:
         acts = {a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in env.agents}
         obs, *_ = env.step(acts)
     env.close()
+
+
+@pytest.mark.parametrize("map_name", REPRESENTATIVE_MAPS)
+def test_spaces_hold_every_observation_and_state(map_name: str) -> None:
+    _spaces_hold_every_observation_and_state(map_name)
+
+
+@pytest.mark.conformance
+def test_spaces_hold_every_observation_and_state_on_every_map() -> None:
+    on_every_map(_spaces_hold_every_observation_and_state)
 
 
 def test_noop_mode_replaces_unavailable_actions() -> None:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from learner_batches import assert_same_update, cut_episodes, ppo_cfg, random_ppo_batch
 
 import marl.learners.ppo_learner  # noqa: F401  (registers "ppo")
-from marl.buffers import EpisodeBatch, Scheme
+from marl.buffers import EpisodeBatch
 from marl.checkpoint import latest, load
-from marl.config import load_config
 from marl.controllers.policy_controller import PolicyController
 from marl.envs.base import EnvInfo
 from marl.learners.ppo_learner import PPOLearner
@@ -21,24 +21,6 @@ from marl.trainer import Trainer, flatten_arrays, with_overrides
 from marl.utils.ms import Tensor, ms, setup
 
 setup(1, seed=0)  # before any MindSpore op (the device can be set only then)
-
-TINY = [
-    "learner.batch_size=4",
-    "runner.batch_size_run=2",
-    "log.log_interval=50",
-    "log.test_interval=100",
-    "log.test_nepisode=2",
-    "log.mindinsight=false",
-    "checkpoint.save_interval=0",
-    "agent.hidden_dim=16",
-    "learner.critic_hidden_dim=16",
-    "learner.ppo_epochs=2",
-    "learner.num_minibatches=2",
-]
-
-
-def _cfg(tmp_path: Path, alg: str, env: str, extra: tuple[str, ...] = ()):  # noqa: ANN202
-    return load_config(alg, env=env, overrides=[*TINY, f"results_dir={tmp_path}", "run_name=r", *extra])
 
 
 # ------------------------------------------------------------------------------------------ GAE
@@ -93,30 +75,9 @@ def test_running_mean_std_matches_numpy():
 
 # ----------------------------------------------------------------------------------- the learner
 def _fake_learner(tmp_path: Path, *extra: str) -> tuple[PPOLearner, EnvInfo]:
-    cfg = _cfg(tmp_path, "mappo", "fake", ("env.args.episode_limit=5", *extra))
+    cfg = ppo_cfg(tmp_path, "mappo", "fake", ("env.args.episode_limit=5", *extra))
     info = EnvInfo(n_agents=3, n_actions=4, obs_shape=6, state_shape=7, episode_limit=5)
     return PPOLearner(info, cfg), info
-
-
-def _random_batch(info: EnvInfo, b: int, seed: int) -> EpisodeBatch:
-    rng = np.random.default_rng(seed)
-    batch = EpisodeBatch(Scheme(info), b)
-    for t in range(info.episode_limit + 1):
-        avail = (rng.random((b, info.n_agents, info.n_actions)) < 0.6).astype(np.int32)
-        avail[..., 0] = 1
-        vals = {
-            "obs": rng.normal(size=(b, info.n_agents, info.obs_shape)),
-            "state": rng.normal(size=(b, info.state_shape)),
-            "avail_actions": avail,
-        }
-        if t < info.episode_limit:
-            if info.discrete:
-                act = np.array([[rng.choice(np.flatnonzero(r)) for r in env] for env in avail])
-            else:
-                act = rng.normal(size=(b, info.n_agents, info.n_actions))
-            vals.update(actions=act, reward=rng.normal(size=(b, 1)), terminated=np.zeros((b, 1)))
-        batch.update(vals, t)
-    return batch
 
 
 def _loss_inputs(learner: PPOLearner, batch: EpisodeBatch, ratio: float, adv_sign: float) -> list:
@@ -142,7 +103,7 @@ def _loss_inputs(learner: PPOLearner, batch: EpisodeBatch, ratio: float, adv_sig
 )
 def test_clipped_objective_gradient(tmp_path, ratio, adv_sign, zero_grad):
     learner, info = _fake_learner(tmp_path, "learner.entropy_coef=0", "learner.value_coef=0", "use_jit=false")
-    inputs = _loss_inputs(learner, _random_batch(info, 4, 0), ratio, adv_sign)
+    inputs = _loss_inputs(learner, random_ppo_batch(info, 4, 0), ratio, adv_sign)
     actor_params = list(learner.nets.actor.trainable_params())
     grad_fn = ms.value_and_grad(learner.loss_fn, None, weights=actor_params, has_aux=True)
     (loss, stats), grads = grad_fn(*inputs)
@@ -176,7 +137,7 @@ def test_masked_actions_are_never_sampled_and_sampling_follows_softmax(tmp_path)
 
 def test_gaussian_controller_and_log_prob(tmp_path):
     info = EnvInfo(n_agents=2, n_actions=3, obs_shape=4, state_shape=5, episode_limit=4, discrete=False)
-    cfg = _cfg(tmp_path, "ippo", "fake", ("agent.name=mlp", "learner.init_log_std=-1.0"))
+    cfg = ppo_cfg(tmp_path, "ippo", "fake", ("agent.name=mlp", "learner.init_log_std=-1.0"))
     learner = PPOLearner(info, cfg)
     ctrl: PolicyController = learner.make_controller(seed=1)
     assert ctrl.epsilon(0) == pytest.approx(math.exp(-1.0))
@@ -185,7 +146,7 @@ def test_gaussian_controller_and_log_prob(tmp_path):
     acts = ctrl.select_actions(obs, np.ones((5000, 2, 3)), 0)
     assert acts.shape == (5000, 2, 3) and acts.dtype == np.float32
     np.testing.assert_allclose(acts.std(0), math.exp(-1.0), rtol=0.08)
-    batch = _random_batch(info, 4, 3)
+    batch = random_ppo_batch(info, 4, 3)
     arr = learner._arrays(batch)
     ins = [Tensor(np.ascontiguousarray(arr[k])) for k in ("actor_in", "critic_in", "avail", "actions")]
     logp = learner._eval(*ins)[0].asnumpy()
@@ -199,7 +160,7 @@ def test_jit_step_equals_eager_step(tmp_path):
     jitted, info = _fake_learner(tmp_path)
     eager, _ = _fake_learner(tmp_path, "use_jit=false")
     eager.load_state_dict(jitted.state_dict())
-    batch = _random_batch(info, 4, 7)
+    batch = random_ppo_batch(info, 4, 7)
     out_j, out_e = jitted.train(batch, 0, 0), eager.train(batch, 0, 0)
     for k in ("loss", "policy_loss", "value_loss", "entropy", "grad_norm"):
         assert out_j[k] == pytest.approx(out_e[k], rel=1e-4, abs=1e-6), k
@@ -217,49 +178,28 @@ def test_jit_step_equals_eager_step(tmp_path):
 def test_time_buckets_cut_padding_without_changing_the_update(tmp_path):
     """Training over the longest episode's slots rounded up to a bucket gives the update of the whole
     padded batch (same statistics and weights after one train call)."""
-    cfg = _cfg(tmp_path, "mappo", "fake", ("env.args.episode_limit=12", "use_jit=false"))
+    cfg = ppo_cfg(tmp_path, "mappo", "fake", ("env.args.episode_limit=12", "use_jit=false"))
     info = EnvInfo(n_agents=3, n_actions=4, obs_shape=6, state_shape=7, episode_limit=12)
-    batch = cut_episodes(_random_batch(info, 4, 3), [3, 5, 2, 4])  # 6 filled slots at most -> 8 with 4
+    batch = cut_episodes(random_ppo_batch(info, 4, 3), [3, 5, 2, 4])  # 6 filled slots at most -> 8 with 4
     whole = PPOLearner(info, with_overrides(cfg, learner={"time_bucket": 0}))
     cut = PPOLearner(info, with_overrides(cfg, learner={"time_bucket": 4}))
     assert_same_update(whole, cut, batch)
 
 
-def cut_episodes(batch: EpisodeBatch, lengths: list[int], limit: int = 0) -> EpisodeBatch:
-    """``batch`` with episode ``row`` ending after ``lengths[row]`` steps: terminated, unless it reaches
-    ``limit`` (a timeout)."""
-    for row, length in enumerate(lengths):
-        for key in batch.data:
-            batch.data[key][row, length + 1 :] = 0
-        batch.data["terminated"][row, length - 1] = float(length != limit)
-    return batch
-
-
-def assert_same_update(a: PPOLearner, b: PPOLearner, batch: EpisodeBatch) -> None:
-    """``b``, from ``a``'s weights, trains on ``batch`` to ``a``'s statistics and state."""
-    b.load_state_dict(a.state_dict())
-    out_a, out_b = a.train(batch, 0, 0), b.train(batch, 0, 0)
-    for k, v in out_a.items():
-        assert out_b[k] == pytest.approx(v, rel=1e-4, abs=1e-6), k
-    sd_b = b.state_dict()
-    for k, v in a.state_dict().items():
-        np.testing.assert_allclose(sd_b[k], v, rtol=1e-4, atol=1e-6, err_msg=k)
-
-
 def test_bad_settings_fail_early(tmp_path):
     info = EnvInfo(n_agents=2, n_actions=3, obs_shape=4, state_shape=5, episode_limit=4)
     with pytest.raises(ValueError, match="allowed: central, local"):
-        PPOLearner(info, _cfg(tmp_path, "mappo", "fake", ("learner.critic=global",)))
+        PPOLearner(info, ppo_cfg(tmp_path, "mappo", "fake", ("learner.critic=global",)))
     with pytest.raises(ValueError, match="multiple of runner.batch_size_run"):
-        PPOLearner(info, _cfg(tmp_path, "mappo", "fake", ("runner.batch_size_run=3",)))
-    learner = PPOLearner(info, _cfg(tmp_path, "mappo", "fake"))
+        PPOLearner(info, ppo_cfg(tmp_path, "mappo", "fake", ("runner.batch_size_run=3",)))
+    learner = PPOLearner(info, ppo_cfg(tmp_path, "mappo", "fake"))
     with pytest.raises(ValueError, match="learner.batch_size is 4"):
-        learner.train(_random_batch(info, 2, 0), 0, 0)
+        learner.train(random_ppo_batch(info, 2, 0), 0, 0)
 
 
 # ------------------------------------------------------------------------------ through the Trainer
 def test_mappo_rnn_trains_on_fake_env_and_resumes(tmp_path):
-    cfg = _cfg(
+    cfg = ppo_cfg(
         tmp_path, "mappo", "fake", ("t_max=200", "env.args.episode_limit=6", "log.histogram_interval=1")
     )
     trainer = Trainer(cfg)
@@ -278,7 +218,7 @@ def test_mappo_rnn_trains_on_fake_env_and_resumes(tmp_path):
 
 
 def test_ippo_continuous_mlp_trains_on_mpe(tmp_path):
-    cfg = _cfg(
+    cfg = ppo_cfg(
         tmp_path,
         "ippo",
         "mpe",
@@ -303,8 +243,8 @@ def test_ippo_continuous_mlp_trains_on_mpe(tmp_path):
 
 def test_histograms_are_the_trained_batch_distributions(tmp_path):
     learner, info = _fake_learner(tmp_path, "learner.batch_size=4", "learner.num_minibatches=1")
-    assert learner.histograms(_random_batch(info, 4, 0)) == {}  # nothing trained yet
-    batch = _random_batch(info, 4, 1)
+    assert learner.histograms(random_ppo_batch(info, 4, 0)) == {}  # nothing trained yet
+    batch = random_ppo_batch(info, 4, 1)
     learner.train(batch, 0, 0)
     hist = learner.histograms(batch)
     assert set(hist) == {"policy_entropy", "advantage", "value"}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from learner_batches import INFO, cfg, make_batch  # tests/ is on sys.path under pytest
 
 from marl.buffers.episode import EpisodeBatch, Scheme
-from marl.config.schema import Config, LearnerConfig, MixerConfig
 from marl.envs.base import EnvInfo
 from marl.learners import QLearner
 from marl.learners.optim import TorchAdam, TorchRMSProp
@@ -20,45 +20,6 @@ from marl.registry import build
 from marl.utils.ms import ms, params_to_numpy, setup
 
 setup(1, seed=0)
-
-INFO = EnvInfo(n_agents=3, n_actions=5, obs_shape=6, state_shape=8, episode_limit=5)
-
-
-def make_batch(
-    seed: int,
-    b: int = 4,
-    lengths: list[int] | None = None,
-    timeouts: list[bool] | None = None,
-    info: EnvInfo = INFO,
-) -> EpisodeBatch:
-    """Random padded episodes; an episode shorter than the limit terminates unless told it timed out."""
-    rng = np.random.default_rng(seed)
-    eb = EpisodeBatch(Scheme(info), b)
-    n, a = info.n_agents, info.n_actions
-    for row in range(b):
-        ep_len = lengths[row] if lengths else int(rng.integers(2, info.episode_limit + 1))
-        timeout = timeouts[row] if timeouts else ep_len == info.episode_limit
-        for t in range(ep_len + 1):
-            avail = (rng.random((n, a)) < 0.6).astype(np.int32)
-            avail[:, 0] = 1
-            vals = {
-                "obs": rng.normal(size=(n, info.obs_shape)),
-                "state": rng.normal(size=info.state_shape),
-                "avail_actions": avail,
-            }
-            if t < ep_len:
-                act = np.array([rng.choice(np.flatnonzero(m)) for m in avail])[:, None]
-                done = t == ep_len - 1 and not timeout
-                vals.update(actions=act, reward=[rng.normal()], terminated=[float(done)])
-            eb.update(vals, t, rows=np.array([row]))
-    return eb
-
-
-def cfg(**learner: object) -> Config:
-    mixer = learner.pop("mixer", "qmix")
-    base = {"use_jit": False, "lr": 1e-3}
-    base.update(learner)
-    return Config(learner=LearnerConfig(**base), mixer=MixerConfig(name=mixer, embed_dim=8, hypernet_dim=16))
 
 
 def _np_targets(batch: EpisodeBatch, q: np.ndarray, gamma: float, lam: float) -> tuple[np.ndarray, ...]:

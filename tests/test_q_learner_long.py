@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 import pytest
-from test_q_learner import INFO, cfg, make_batch  # tests/ is on sys.path under pytest
+from learner_batches import INFO, cfg, make_batch  # tests/ is on sys.path under pytest
 
 from marl import kernels
 from marl.buffers.episode import EpisodeBatch, Scheme

@@ -7,7 +7,7 @@ import itertools
 
 import numpy as np
 import pytest
-from test_q_learner import INFO, cfg, make_batch  # tests/ is on sys.path under pytest
+from learner_batches import INFO, cfg, make_batch  # tests/ is on sys.path under pytest
 
 from marl.learners import QLearner
 from marl.learners.targets import make_bootstrap, mix, mixer_uses_actions

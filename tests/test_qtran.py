@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_q_learner import INFO, make_batch  # tests/ is on sys.path under pytest
+from learner_batches import INFO, make_batch  # tests/ is on sys.path under pytest
 
 from marl.config import load_config
 from marl.config.schema import AgentConfig, Config, QTRANConfig

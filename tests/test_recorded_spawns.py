@@ -4,8 +4,6 @@ block, positions recovered from SMAC's state and laid out as ``spawn_layout.py``
 
 from __future__ import annotations
 
-import gzip
-import struct
 import sys
 from pathlib import Path
 
@@ -14,64 +12,21 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
+from og_records import state_3m, tfrecord_example, write_tfrecords  # noqa: E402  (tests/ is on sys.path)
 from recorded_spawns import example, layout, main, start_positions, tfrecords  # noqa: E402
-
-
-def _varint(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        out.append((v & 0x7F) | (0x80 if v > 0x7F else 0))
-        v >>= 7
-        if not v:
-            return bytes(out)
-
-
-def _field(num: int, payload: bytes | int) -> bytes:
-    if isinstance(payload, int):
-        return _varint(num << 3) + _varint(payload)
-    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
-
-
-def _tensor(a: np.ndarray) -> bytes:
-    dtype = {np.dtype(np.float32): 1, np.dtype(np.int64): 9}[a.dtype]
-    shape = b"".join(_field(2, _field(1, d)) for d in a.shape)
-    return _field(1, dtype) + _field(2, shape) + _field(4, a.tobytes())
-
-
-def _record(features: dict[str, np.ndarray]) -> bytes:
-    entries = b"".join(
-        _field(1, _field(1, k.encode()) + _field(2, _field(1, _field(1, _tensor(v)))))
-        for k, v in features.items()
-    )
-    return _field(1, entries)
-
-
-def _write(path: Path, records: list[bytes]) -> None:
-    framed = b"".join(struct.pack("<Q", len(r)) + b"\0" * 4 + r + b"\0" * 4 for r in records)
-    path.write_bytes(gzip.compress(framed))
-
-
-def _state_3m(ally_xy: np.ndarray, enemy_xy: np.ndarray, last_action: bool) -> np.ndarray:
-    """SMAC's 3m state (allies [health, cooldown, x, y], enemies [health, x, y], last actions 3 x 9)."""
-    rel = lambda xy: (xy - 16.0) / 28.0  # noqa: E731 - centre 32 / 2, playable extent 28
-    ally = np.column_stack([np.ones(3), np.zeros(3), rel(ally_xy)])
-    enemy = np.column_stack([np.ones(3), rel(enemy_xy)])
-    last = np.zeros(27)
-    last[4] = float(last_action)
-    return np.concatenate([ally.ravel(), enemy.ravel(), last]).astype(np.float32)
 
 
 def test_episode_starts_are_read_back_as_the_games_layout(tmp_path: Path, capsys) -> None:
     allies = np.array([[9.0, 15.3115], [9.0, 16.0], [9.6885, 16.0]])
     enemies = np.array([[23.6885, 16.0], [23.0, 15.3115], [23.0, 16.0]])  # the game's order varies
-    start = np.stack([_state_3m(allies, enemies, False), _state_3m(allies + 1, enemies, True)])
-    later = np.stack([_state_3m(allies + 2, enemies, True)] * 2)  # mid-episode: not a start
+    start = np.stack([state_3m(allies, enemies, False), state_3m(allies + 1, enemies, True)])
+    later = np.stack([state_3m(allies + 2, enemies, True)] * 2)  # mid-episode: not a start
     f = tmp_path / "log_0.tfrecord"
-    _write(
+    write_tfrecords(
         f,
         [
-            _record({"env_state": start, "agent_0_actions": np.zeros(2, np.int64)}),
-            _record({"env_state": later}),
+            tfrecord_example({"env_state": start, "agent_0_actions": np.zeros(2, np.int64)}),
+            tfrecord_example({"env_state": later}),
         ],
     )
     ex = example(next(tfrecords(f)))
@@ -89,6 +44,6 @@ def test_episode_starts_are_read_back_as_the_games_layout(tmp_path: Path, capsys
 
 def test_a_state_of_another_map_is_refused(tmp_path: Path) -> None:
     f = tmp_path / "log.tfrecord"
-    _write(f, [_record({"env_state": np.zeros((2, 50), np.float32)})])
+    write_tfrecords(f, [tfrecord_example({"env_state": np.zeros((2, 50), np.float32)})])
     with pytest.raises(ValueError, match="50 values is not 3m's"):
         start_positions([f], "3m", 28.0)

@@ -11,7 +11,7 @@ import yaml
 
 pytest.importorskip("rliable", reason="the report extra is not installed: pip install -e '.[report]'")
 
-from test_report import fake_run, make_sweep  # noqa: E402
+from train_runs import fake_run, make_sweep  # noqa: E402  (tests/ is on sys.path under pytest)
 
 from marl.provenance import PROVENANCE_FILE, append_provenance, code_version  # noqa: E402
 from marl.report.cli import report_main, save_records  # noqa: E402

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from og_records import state_3m, tfrecord_example, write_tfrecords  # noqa: E402
 from recorded_episodes import (  # noqa: E402
     Episode,
     fire_split,
@@ -26,7 +26,6 @@ from recorded_episodes import (  # noqa: E402
 )
 from replay_engine import LOST, _pairing, divergence, replay  # noqa: E402
 from replay_recorded import engine_stats, main  # noqa: E402
-from test_recorded_spawns import _record, _state_3m, _write  # noqa: E402
 
 from marl.envs.smac.maps import load_map  # noqa: E402
 
@@ -38,7 +37,7 @@ CENTRE = np.array([16.0, 16.0])
 
 def _rows(T: int, won: bool, tag: int) -> dict[str, np.ndarray]:
     """One episode's T rows as og-marl logs them; agent 0's health marks the step."""
-    state = np.stack([_state_3m(ALLIES, ENEMIES, t > 0) for t in range(T)])
+    state = np.stack([state_3m(ALLIES, ENEMIES, t > 0) for t in range(T)])
     state[:, 0] = 1.0 - 0.01 * np.arange(T)  # agent 0's health marks the step
     rew = np.full(T, 0.5, np.float32)
     rew[-1] = 11.671233 if won else 0.0
@@ -62,14 +61,14 @@ def _sequences(rows: dict[str, np.ndarray], length: int = 20, period: int = 10) 
             seq[key] = pad
         seq["zero_padding_mask"] = (np.arange(length) < k).astype(np.float32)
         seq["episode_return"] = np.array(rows["agent_0_rewards"].sum(), np.float32)
-        out.append(_record(seq))
+        out.append(tfrecord_example(seq))
     return out
 
 
 def test_overlapping_sequences_are_stitched_into_whole_episodes(tmp_path: Path) -> None:
     a, b, c = _rows(23, True, 1), _rows(12, False, 2), _rows(20, True, 3)
     f = tmp_path / "executor_sequence_log_0.tfrecord"
-    _write(f, _sequences(a) + _sequences(b) + _sequences(c))
+    write_tfrecords(f, _sequences(a) + _sequences(b) + _sequences(c))
     eps, found = stitch(sequences([f]), 3, 9)
     assert [len(e.actions_TN) for e in eps] == [23, 12, 20]
     assert found == {
@@ -89,13 +88,13 @@ def test_overlapping_sequences_are_stitched_into_whole_episodes(tmp_path: Path) 
 def test_a_sequence_whose_overlap_disagrees_or_has_no_start_is_counted(tmp_path: Path) -> None:
     seqs, other = _sequences(_rows(23, True, 1)), _sequences(_rows(23, True, 2))
     f = tmp_path / "log.tfrecord"
-    _write(f, [other[1], *seqs])
+    write_tfrecords(f, [other[1], *seqs])
     eps, found = stitch(sequences([f]), 3, 9)
     assert found["orphans"] == 1  # other[1] comes before any episode start: dropped
     assert len(eps) == 1 and found["overlaps_checked"] == 2 and found["overlaps_differ"] == 0
     rows = _rows(23, True, 1)
     rows["env_state"][12, 0] = 0.5  # step 12 as the second sequence has it differs from the first's
-    _write(f, [seqs[0], _sequences(rows)[1]])
+    write_tfrecords(f, [seqs[0], _sequences(rows)[1]])
     assert stitch(sequences([f]), 3, 9)[1]["overlaps_differ"] == 1
 
 
@@ -115,7 +114,7 @@ def test_the_split_fire_index_tells_focus_from_spread() -> None:
 
 
 def _episode(actions_TN: np.ndarray) -> Episode:
-    s0 = _state_3m(ALLIES, ENEMIES, False)
+    s0 = state_3m(ALLIES, ENEMIES, False)
     T = len(actions_TN)
     return Episode(np.repeat(s0[None], T, 0), actions_TN, np.zeros(T), np.ones(T), 0.0, "built")
 
@@ -158,7 +157,7 @@ def test_own_spawns_pair_recorded_units_with_the_engines_by_position() -> None:
 
 def test_the_cli_writes_its_report(tmp_path: Path) -> None:
     f = tmp_path / "log_0.tfrecord"
-    _write(f, _sequences(_rows(23, True, 1)) + _sequences(_rows(12, False, 2)))
+    write_tfrecords(f, _sequences(_rows(23, True, 1)) + _sequences(_rows(12, False, 2)))
     out, js = tmp_path / "r.md", tmp_path / "r.json"
     assert (
         main(["--map", "3m", "--extent", "28", str(f), "--seeds", "1", "--out", str(out), "--json", str(js)])

@@ -10,52 +10,20 @@ import scipy.stats
 
 pytest.importorskip("rliable", reason="the report extra is not installed: pip install -e '.[report]'")
 
-from marl.config import dump_config, load_config  # noqa: E402
-from marl.logging import Logger  # noqa: E402
+from train_runs import FINALS, fake_run, make_sweep  # noqa: E402  (tests/ is on sys.path)
+
 from marl.report import stats  # noqa: E402
 from marl.report.cli import report_main, write_report  # noqa: E402
 from marl.report.marl_eval import check_marl_eval, to_marl_eval  # noqa: E402
 from marl.report.plots import curve_grid, interpolated  # noqa: E402
-from marl.report.runs import ABSOLUTE_FILE, load_run, load_runs  # noqa: E402
+from marl.report.runs import load_run, load_runs  # noqa: E402
 from marl.report.summary import analyse, markdown_tables, score_matrices  # noqa: E402
-
-
-def fake_run(root, alg, task, seed, curve, absolute=None, env="fake"):
-    """A run folder as the trainer leaves it: config.yaml, and log.jsonl with test phases at ``curve``."""
-    cfg = load_config(alg, env=env, map_name=task, overrides=[f"seed={seed}", "test_nepisode=4"])
-    run_dir = root / f"{alg}_{task}_seed{seed}"
-    log = Logger(run_dir, cfg, t_max=curve[-1][0], console=False, mindinsight=False)
-    dump_config(cfg, run_dir)
-    for i, (t, win) in enumerate(curve):
-        log.log("return_mean", 1.0, t)  # a training scalar between test phases
-        for key, value in (("test_return_mean", 10 * win), ("test_win_rate", win), ("time_s", 2.0 * i)):
-            log.log(key, value, t)
-    log.close(plot=False)
-    if absolute is not None:
-        (run_dir / ABSOLUTE_FILE).write_text(
-            json.dumps({"episodes": 40, "win_rate": absolute, "return_mean": 10 * absolute}), encoding="utf-8"
-        )
-    return run_dir
 
 
 def exact_bootstrap(values, statistic):
     """The 2.5 and 97.5 percentiles of ``statistic`` over every equally likely resample (n^n of them)."""
     draws = [statistic(np.array(c)) for c in itertools.product(values, repeat=len(values))]
     return np.percentile(draws, [2.5, 97.5])
-
-
-FINALS = [0.0, 0.5, 0.7, 1.0]  # IQM of 4 drops one run at each end: (0.5 + 0.7) / 2 = 0.6; mean 0.55
-REACHED = [None, 100, 200, 300]  # seed 0 never reaches 0.95 in its 400 steps
-
-
-def make_sweep(root):
-    """Seven run folders in ``root``: QMIX on m1 with the ``FINALS`` / ``REACHED`` seeds, VDN with three."""
-    for seed, (final, at) in enumerate(zip(FINALS, REACHED, strict=True)):
-        curve = [(0, 0.0), (at, 0.96) if at else (200, 0.5), (400, final)]
-        fake_run(root, "qmix", "m1", seed, curve, absolute=final)
-    for seed, final in enumerate([0.2, 0.6, 0.9]):
-        fake_run(root, "vdn", "m1", seed, [(0, 0.0), (200, 0.1), (400, final)], absolute=final)
-    return root
 
 
 @pytest.fixture

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from shared import REPRESENTATIVE_MAPS, on_every_map  # tests/ is on sys.path under pytest
 
-from marl.envs.smac.maps import list_maps, load_map
+from marl.envs.smac.maps import load_map
 from marl.envs.smac.sim.avail import sample_available
 from marl.envs.smac.sim.engine import BatchedSimEngine, SimEngine, env_seed
 
@@ -107,8 +108,7 @@ def test_masked_step_leaves_other_envs_and_their_random_streams_untouched():
         batch.step(np.ones((n, 3), dtype=int), np.ones(2, dtype=bool))
 
 
-@pytest.mark.parametrize("name", list_maps())
-def test_every_map_runs_a_short_random_episode(name):
+def _short_random_episode(name: str) -> None:
     spec = load_map(name)
     eng = BatchedSimEngine(spec, 2, 0)
     tab = eng.reset()
@@ -123,6 +123,16 @@ def test_every_map_runs_a_short_random_episode(name):
     assert (tab.pos >= 0).all() and (tab.pos <= 32).all()
     total_start = (eng.health_max + eng.shield_max).sum()
     assert (tab.health + tab.shield).sum(1).max() < total_start or name == "2s_vs_1sc"
+
+
+@pytest.mark.parametrize("name", REPRESENTATIVE_MAPS)
+def test_map_runs_a_short_random_episode(name):
+    _short_random_episode(name)
+
+
+@pytest.mark.conformance
+def test_every_map_runs_a_short_random_episode():
+    on_every_map(_short_random_episode)
 
 
 def test_nearest_attack_beats_doing_nothing_on_3m():

@@ -6,37 +6,11 @@ import math
 
 import numpy as np
 import pytest
+from sim_specs import engine, spec_of  # tests/ is on sys.path under pytest
 
 from marl.envs.smac.sim.engine import SimEngine, spawn_layout
 from marl.envs.smac.sim.units import CONTACT, S_CD, S_EN, S_HP, S_SH, S_SINCE, S_X, S_Y
-from marl.envs.smac.types import EnemyOrder, MapSpec, UnitGroup
-
-OPEN = np.ones((32, 32), dtype=bool)
-
-
-NO_ORDER = EnemyOrder("none")
-
-
-def spec_of(allies, enemies, order=NO_ORDER, grid=OPEN, limit=100) -> MapSpec:
-    """A hand-made map: groups given as (unit, count, (x, y))."""
-    return MapSpec(
-        "test",
-        "T",
-        "T",
-        limit,
-        0,
-        "marines",
-        tuple(UnitGroup(*g) for g in allies),
-        tuple(UnitGroup(*g) for g in enemies),
-        order,
-        grid,
-    )
-
-
-def engine(spec, seed=0):
-    eng = SimEngine(spec, seed)
-    eng.reset()
-    return eng, eng._batch.S[0]  # S: (units, columns) view of env 0 for scripted set-ups
+from marl.envs.smac.types import EnemyOrder
 
 
 def test_three_marines_focus_kill_time_follows_cooldown_bounds():

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sim_specs import engine, spec_of  # tests/ is on sys.path under pytest
 
 from marl.envs.smac.maps import load_map
 from marl.envs.smac.sim.engine import BatchedSimEngine, SimEngine
 from marl.envs.smac.sim.units import S_CD, S_HP, S_TGT, S_X, S_Y
 from marl.envs.smac.sim.variants import R_DELAY, R_NO_RETALIATE, R_RANDOM, R_SCAN, R_SHARED, parse_rules
-from tests.test_sim_engine import engine, spec_of
 
 STOP, ATTACK_ENEMY_0 = 1, 6
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from PIL import Image
+from shared import REPRESENTATIVE_MAPS, on_every_map  # tests/ is on sys.path under pytest
 
 from marl.envs.base import EnvInfo
-from marl.envs.smac import StarCraft2Env, list_maps
+from marl.envs.smac import StarCraft2Env
 from marl.envs.smac.features import UNIT_MAX_HEALTH_SHIELD
 from marl.envs.smac.maps import load_map
 from marl.envs.smac.types import SideTable, UnitTable
@@ -242,11 +243,20 @@ def _random_episode(env, seed):
     return trace, info
 
 
-@pytest.mark.parametrize("map_name", list_maps())
-def test_every_map_runs_an_episode_on_the_embedded_engine(map_name):
+def _episode_on_the_embedded_engine(map_name: str) -> None:
     env = StarCraft2Env(map_name, seed=7)
     _random_episode(env, 0)
     assert env.get_stats()["battles_game"] == 1
+
+
+@pytest.mark.parametrize("map_name", REPRESENTATIVE_MAPS)
+def test_map_runs_an_episode_on_the_embedded_engine(map_name):
+    _episode_on_the_embedded_engine(map_name)
+
+
+@pytest.mark.conformance
+def test_every_map_runs_an_episode_on_the_embedded_engine():
+    on_every_map(_episode_on_the_embedded_engine)
 
 
 def test_same_seed_same_episode():

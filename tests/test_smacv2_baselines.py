@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from train_runs import fake_run  # tests/ is on sys.path under pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
@@ -59,8 +60,6 @@ def test_shipped_published_table_matches_smacv2_readme_scale():
 
 def test_table_puts_finished_runs_beside_the_published_figures(tmp_path, monkeypatch):
     pytest.importorskip("rliable")
-    from test_report import fake_run
-
     curve = [(100_000, 0.0), (350_000, 0.2), (450_000, 0.4), (500_000, 0.6)]
     fake_run(tmp_path, "qmix", "protoss_5_vs_5", 0, curve, env="sc2")
     fake_run(tmp_path, "qmix", "protoss_5_vs_5", 1, [(t, v / 2) for t, v in curve], env="sc2")

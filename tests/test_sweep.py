@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from train_runs import fake_run  # tests/ is on sys.path under pytest
 
 from marl.report.records import read_record, record_from_run_dir
 from marl.sweep import plot_sweep, summarize_run, summary_markdown, sweep_main
@@ -367,8 +368,6 @@ def test_the_sweep_report_leaves_out_a_failed_run(tmp_path, capsys):
     """A run stopped part-way (here by the memory check) logged test phases, but its last one is not a
     result of the budget: the sweep's report leaves it out and names it."""
     pytest.importorskip("rliable")
-    from test_report import fake_run
-
     from marl.sweep import _report
 
     for seed in (0, 1):

@@ -10,37 +10,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from train_runs import TINY, t_env_final, tiny_cfg  # tests/ is on sys.path under pytest
 
 from marl.checkpoint import latest, load
 from marl.config import load_config
 from marl.trainer import Trainer, flatten_arrays
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = [
-    "t_max=400",
-    "learner.batch_size=8",
-    "learner.buffer_size=32",
-    "runner.batch_size_run=2",
-    "log.log_interval=100",
-    "log.test_interval=200",
-    "log.test_nepisode=2",
-    "checkpoint.save_interval=200",
-    "agent.hidden_dim=16",
-    "mixer.embed_dim=8",
-    "mixer.hypernet_dim=16",
-]
-
-
-def _cfg(tmp_path: Path, alg: str = "qmix", extra: tuple[str, ...] = ()) -> object:
-    return load_config(alg, env="fake", overrides=[*TINY, f"results_dir={tmp_path}", *extra])
 
 
 def _records(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
-
-
-def t_env_final(run_dir: Path) -> int:
-    return int(load(latest(run_dir))["meta"]["t_env"])
 
 
 def _scalar(run_dir: Path, key: str) -> list[tuple[int, float]]:
@@ -49,7 +29,7 @@ def _scalar(run_dir: Path, key: str) -> list[tuple[int, float]]:
 
 @pytest.mark.parametrize("alg", ["qmix", "vdn", "iql"])
 def test_value_decomposition_algs_train_on_fake_env(tmp_path, alg):
-    cfg = _cfg(tmp_path, alg, ("run_name=r", "log.histogram_interval=100"))
+    cfg = tiny_cfg(tmp_path, alg, ("run_name=r", "log.histogram_interval=100"))
     run_dir = Trainer(cfg).run()
     hists = [r for r in _records(run_dir) if r.get("key") == "q_taken" and "hist" in r]
     assert hists and hists[0]["hist"]["n"] > 0  # the Q-value histograms reach the log (and MindInsight)
@@ -70,7 +50,7 @@ def test_value_decomposition_algs_train_on_fake_env(tmp_path, alg):
 
 @pytest.mark.slow
 def test_resume_continues_counters_and_weights(tmp_path):
-    cfg = _cfg(tmp_path, "qmix", ("run_name=r",))
+    cfg = tiny_cfg(tmp_path, "qmix", ("run_name=r",))
     first = Trainer(cfg)
     run_dir = first.run()
     saved = load(latest(run_dir))
@@ -99,7 +79,7 @@ def test_resume_continues_counters_and_weights(tmp_path):
 
 
 def test_crash_keeps_last_checkpoint(tmp_path, monkeypatch):
-    cfg = _cfg(tmp_path, "vdn", ("run_name=r", "t_max=100000", "checkpoint.save_interval=100"))
+    cfg = tiny_cfg(tmp_path, "vdn", ("run_name=r", "t_max=100000", "checkpoint.save_interval=100"))
     trainer = Trainer(cfg)
     real_train, calls = trainer.learner.train, []
 
@@ -120,7 +100,7 @@ def test_crash_keeps_last_checkpoint(tmp_path, monkeypatch):
 
 
 def test_stop_file_ends_run_with_checkpoint(tmp_path):
-    cfg = _cfg(tmp_path, "qmix", ("run_name=r", "t_max=1000000"))
+    cfg = tiny_cfg(tmp_path, "qmix", ("run_name=r", "t_max=1000000"))
     trainer = Trainer(cfg)
     (trainer.run_dir / "stop").touch()
     trainer.run()
@@ -192,7 +172,7 @@ def test_checkpoints_export_the_agent_as_a_mindspore_ckpt(tmp_path):
     from marl.registry import build
     from marl.utils.ms import ms, params_to_numpy
 
-    cfg = _cfg(tmp_path, "qmix", ("run_name=r",))
+    cfg = tiny_cfg(tmp_path, "qmix", ("run_name=r",))
     trainer = Trainer(cfg)
     run_dir = trainer.run()
     folder = latest(run_dir)
@@ -221,7 +201,9 @@ def test_curves_png_redrawn_at_most_every_plot_interval(tmp_path, monkeypatch, i
     drawn: list[int] = []
     real_plot = Logger.plot
     monkeypatch.setattr(Logger, "plot", lambda self: drawn.append(1) or real_plot(self))
-    cfg = _cfg(tmp_path, "qmix", ("run_name=r", "log.test_interval=100", f"log.plot_interval_s={interval_s}"))
+    cfg = tiny_cfg(
+        tmp_path, "qmix", ("run_name=r", "log.test_interval=100", f"log.plot_interval_s={interval_s}")
+    )
     run_dir = Trainer(cfg).run()
     n_tests = len(_scalar(run_dir, "test_win_rate"))
     assert n_tests >= 3
@@ -236,10 +218,10 @@ def test_a_buffer_that_would_outgrow_the_memory_stops_the_run_at_the_first_updat
     import marl.trainer as trainer_mod
     from marl.signals import RunStopped
 
-    per_episode = Trainer(_cfg(tmp_path / "probe")).scheme.bytes_per_episode()
+    per_episode = Trainer(tiny_cfg(tmp_path / "probe")).scheme.bytes_per_episode()
     # after the first update only 10 episodes' worth of memory is left (the buffer holds 32)
     monkeypatch.setattr(trainer_mod, "available_memory", lambda: 10 * per_episode)
-    cfg = _cfg(tmp_path, extra=("run_name=short",))
+    cfg = tiny_cfg(tmp_path, extra=("run_name=short",))
     with pytest.raises(RunStopped) as stop:
         Trainer(cfg).run()
     assert stop.value.exit_code == 1
@@ -248,7 +230,7 @@ def test_a_buffer_that_would_outgrow_the_memory_stops_the_run_at_the_first_updat
     stopped_at = int(re.search(r"stopped at t_env=(\d+)", msg).group(1))
     saved = latest(tmp_path / "short")  # no checkpoint written at the stop (an earlier test phase may save)
     assert saved is None or t_env_final(tmp_path / "short") < stopped_at
-    cfg = _cfg(tmp_path, extra=("run_name=regardless", "learner.memory_check=false"))
+    cfg = tiny_cfg(tmp_path, extra=("run_name=regardless", "learner.memory_check=false"))
     assert t_env_final(Trainer(cfg).run()) >= 400
 
 

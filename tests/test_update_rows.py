@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_length_groups import INFO, LENGTHS, _filled  # tests/ is on sys.path under pytest
-from test_q_learner import cfg, make_batch
+from learner_batches import GROUPS_INFO as INFO  # tests/ is on sys.path under pytest
+from learner_batches import LENGTHS, assert_same_update, cfg, make_batch, ppo_pair
+from learner_batches import filled_mask as _filled
+from train_runs import t_env_final, tiny_cfg
 
 from marl.buffers.replay import MEMORY_SHARE, fill_shortfall, rows_that_fit, update_shortfall
 from marl.config import load_config
@@ -108,13 +110,12 @@ def test_bad_update_rows_are_refused_with_the_allowed_values(tmp_path) -> None: 
 def test_a_run_with_update_rows_trains_and_the_memory_stop_names_one(tmp_path, monkeypatch) -> None:  # noqa: ANN001
     """End to end on the fake env: a run whose update goes in parts of 3 episodes finishes; a run whose
     first update shows that full-length updates would not fit stops there, naming update_rows."""
-    from test_train_integration import _cfg, t_env_final
 
     import marl.trainer as trainer_mod
     from marl.signals import RunStopped
     from marl.trainer import Trainer
 
-    run = Trainer(_cfg(tmp_path, extra=("run_name=parts", "learner.update_rows=3"))).run()
+    run = Trainer(tiny_cfg(tmp_path, extra=("run_name=parts", "learner.update_rows=3"))).run()
     assert t_env_final(run) >= 400
     after = 2**30 + 64 * 2**20  # the first update took 64 MiB (at its peak and after it)
     monkeypatch.setattr(trainer_mod, "reset_peak_rss", lambda: 2**30)
@@ -122,15 +123,13 @@ def test_a_run_with_update_rows_trains_and_the_memory_stop_names_one(tmp_path, m
     monkeypatch.setattr(trainer_mod, "process_rss", lambda: after)
     monkeypatch.setattr(trainer_mod, "available_memory", lambda: 2**30)
     with pytest.raises(RunStopped, match=r"learner.update_rows=\d+ \(the same update in parts"):
-        Trainer(_cfg(tmp_path, extra=("run_name=stop", "env.args.episode_limit=200"))).run()
+        Trainer(tiny_cfg(tmp_path, extra=("run_name=stop", "env.args.episode_limit=200"))).run()
 
 
 @pytest.mark.parametrize(("length_groups", "rows"), [(1, 5), (2, 6)])
 def test_ppo_epochs_in_row_parts_equal_the_one_batch_epochs(tmp_path, length_groups: int, rows: int) -> None:  # noqa: ANN001
     """MAPPO's epochs (one minibatch each, the SMAC setting) over row parts give the one-batch epochs'
     statistics and weights."""
-    from test_length_groups import ppo_pair
-    from test_ppo import assert_same_update
 
     one, parts, batch = ppo_pair(tmp_path, "mappo", length_groups=length_groups, update_rows=rows)
     split = parts._group_split(batch["filled"])

@@ -1,0 +1,39 @@
+"""The tier table of tests/conftest.py names real files and tests, and every collected test has one tier."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import conftest
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+
+
+def test_every_file_in_the_table_exists() -> None:
+    missing = sorted(f for f in conftest.FILE_TIERS if not (TESTS / f).is_file())
+    assert not missing, f"FILE_TIERS names files that do not exist: {missing}"
+    assert set(conftest.FILE_TIERS.values()) <= set(conftest.TIERS)
+
+
+def test_every_test_pattern_names_a_test_of_a_listed_file() -> None:
+    for pattern, tier in conftest.TEST_TIERS.items():
+        file, test = pattern.split("::")
+        name = re.match(r"\w+", test).group()
+        assert tier in conftest.TIERS, pattern
+        assert conftest.FILE_TIERS.get(file) == "unit", f"{pattern}: only unit files need per-test entries"
+        assert f"def {name}(" in (TESTS / file).read_text(encoding="utf-8"), f"{pattern}: no such test"
+
+
+def test_patterns_take_brackets_literally_and_star_as_any_text() -> None:
+    assert conftest._matches("f.py::t[True-61-96-64]", "f.py::t[*-61-96-64]")
+    assert conftest._matches("f.py::t[qmix-True]", "f.py::t[*-True]")
+    assert not conftest._matches("f.py::t[qmix-False]", "f.py::t[*-True]")
+    assert not conftest._matches("f.py::tT", "f.py::t[T]")  # not a character class
+    assert conftest._matches("f.py::t", "f.py::t") and not conftest._matches("f.py::t2", "f.py::t")
+
+
+def test_this_test_has_exactly_one_tier(request: pytest.FixtureRequest) -> None:
+    tiers = [t for t in conftest.TIERS if request.node.get_closest_marker(t) is not None]
+    assert tiers == ["unit"]
