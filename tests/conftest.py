@@ -34,18 +34,19 @@ pettingzoo_view pettingzoo_suite sim_batched sim_engine sim_jit sim_targeting si
 sim_weapons smac_batched_env smac_env smac_env_fused smac_features smac_fused smac_maps smac_rollout
 smacv2_distributions smacv2_engine smacv2_env smacv2_fast smacv2_game smacv2_obs_reference unit_data
 q_learner coma qplex qtran wqmix dqn maddpg pg maa2c gru_bptt length_groups compiled_lengths update_rows
-learner_protocol q_learner_long tiers
+learner_protocol q_learner_long tiers engine_version sim_collide sim_death_burst bench_harness
 """
 _INTEGRATION = """
 train_integration faults faults_cli overlap sweep checkpoint controller runner ray_runner baselines_eval
 engine_only imports ms_setup sc2_engine smacv2_batched readme_tables ppo report records
+engine_records untrusted_checkpoint untrusted_input untrusted_property devices_cli render docs wheel_install
 """
 _LEARNING = "learning smacv2_train_seeded"
 _BENCHMARKS = """
 acting_threads_bench epymarl_bench fidelity_bench fidelity_smaclite heuristic_sensitivity learner_step_bench
 map_ordering paper_runs recorded_cooldowns recorded_features recorded_movement recorded_rewards
 recorded_spawns recorded_turns replay_recorded sim_paired_bench smacv2_baselines smacv2_throughput_bench
-spawn_layout_bench suite_page unit_data_check
+spawn_layout_bench suite_page unit_data_check t0_check_bench
 """
 _EXTERNAL = "mindinsight"
 
