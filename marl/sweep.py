@@ -49,9 +49,10 @@ from marl.sweep_plan import (
     parse_run_memory,
     plan_record,
     prepare_records,
+    read_object,
 )
 from marl.sweep_stop import check_finished, check_not_stopping, clear, request_stop
-from marl.untrusted import BadFileError, read_json, safe_name
+from marl.untrusted import safe_name
 
 __all__ = ["RunResult", "summarize_run", "summary_markdown", "plot_sweep", "plan", "run_sweep", "sweep_main"]
 
@@ -108,12 +109,7 @@ def finished_result(
     if not done.is_file():
         return None
     res = summarize_run(map_name, seed, run_dir, metric, threshold)
-    try:
-        saved = read_json(done)
-    except BadFileError as exc:
-        raise SystemExit(f"sweep.py: {exc}; delete that file to train the run again") from None
-    if not isinstance(saved, dict):
-        raise SystemExit(f"sweep.py: {done}: must hold a JSON object; delete it to train the run again")
+    saved = read_object(done, "the run's start and end", "delete that file to train the run again")
     res.started, res.finished = saved.get("started", res.started), saved.get("finished", res.finished)
     return res
 

@@ -127,14 +127,22 @@ _PLAN_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
 }
 
 
+def read_object(f: Path, what: str, fix: str = "") -> dict[str, Any]:
+    """The JSON object in the sweep's file ``f`` (``what`` it holds); ``SystemExit`` naming the file, the
+    fault and ``fix`` (what to do) when it does not parse or is not an object."""
+    tail = f"; {fix}" if fix else ""
+    try:
+        obj = read_json(f)
+    except BadFileError as exc:
+        raise SystemExit(f"sweep.py: {exc}{tail}") from None
+    if not isinstance(obj, dict):
+        raise SystemExit(f"sweep.py: {f}: must hold a JSON object ({what}){tail}")
+    return obj
+
+
 def read_plan(f: Path) -> dict[str, Any]:
     """``sweep.json`` checked field by field; ``SystemExit`` naming the file and the field otherwise."""
-    try:
-        plan_ = read_json(f)
-    except BadFileError as exc:
-        raise SystemExit(f"sweep.py: {exc}") from None
-    if not isinstance(plan_, dict):
-        raise SystemExit(f"sweep.py: {f}: must hold a JSON object (the sweep's plan)")
+    plan_ = read_object(f, "the sweep's plan")
     for key, (types, what) in _PLAN_FIELDS.items():
         v = plan_.get(key)
         ok = isinstance(v, types) and not isinstance(v, bool)
