@@ -33,6 +33,7 @@ import harness  # noqa: E402
 
 import marl.envs.smac.batched_env as batched_env  # noqa: E402
 from marl.envs.smac.maps import MAPS_DIR, load_map, parse_map  # noqa: E402
+from marl.envs.smac.research import variant_env  # noqa: E402
 from marl.envs.smac.sim.units import S_HP, S_SH, S_TGT, S_X, S_Y  # noqa: E402
 from marl.envs.smac.types import MapSpec  # noqa: E402
 
@@ -108,7 +109,7 @@ def play(map_name: str, policy: str, variant: str, episodes: int, seed: int) -> 
     orig = batched_env.load_map
     batched_env.load_map = lambda name: spec  # the env builds its engine from this spec
     try:
-        env = batched_env.BatchedStarCraft2Env(map_name, episodes, seed, fused=False, sim_rules=rules)
+        env = variant_env(map_name, episodes, seed, rules, fused=False)
     finally:
         batched_env.load_map = orig
     rng = np.random.default_rng(seed)

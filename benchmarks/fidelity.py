@@ -35,6 +35,7 @@ from marl.envs.smac import StarCraft2Env  # noqa: E402
 from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
 from marl.envs.smac.features import UNIT_MAX_HEALTH_SHIELD  # noqa: E402
 from marl.envs.smac.maps import list_maps, load_map  # noqa: E402
+from marl.envs.smac.research import variant_env  # noqa: E402
 from marl.envs.smac.sim.variants import parse_rules  # noqa: E402
 
 POLICIES = ("heuristic", "random", "stop")
@@ -120,9 +121,7 @@ def run_sim(
     spec = load_map(map_name)
     n = spec.n_agents
     shield_max = np.array([UNIT_MAX_HEALTH_SHIELD[t][1] for t in spec.enemy_types], dtype=float)
-    env = BatchedStarCraft2Env(
-        map_name, min(n_envs, episodes), seed, heuristic_ai=policy == "heuristic", sim_rules=sim_rules
-    )
+    env = variant_env(map_name, min(n_envs, episodes), seed, sim_rules, heuristic_ai=policy == "heuristic")
     if layout is not None:
         env.engine.base_pos = np.asarray(layout, dtype=float)
     rng = np.random.default_rng(seed)

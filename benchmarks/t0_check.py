@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 import harness  # noqa: E402
 
-from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
+from marl.envs.smac.research import variant_env  # noqa: E402
 from marl.envs.smac.sim.variants import parse_rules  # noqa: E402
 from marl.report.paper_runs import Band, load_paper_runs, wilson  # noqa: E402
 
@@ -95,7 +95,7 @@ class UntrainedRNN:
 def play(map_name: str, policy: str, episodes: int, seed: int, sim_rules: str = "") -> dict[str, np.ndarray]:
     """``episodes`` episodes (all at once, one env each) of ``random`` or ``greedy`` (network seed ``seed``);
     per-episode return and win."""
-    env = BatchedStarCraft2Env(map_name, episodes, seed, sim_rules=sim_rules)
+    env = variant_env(map_name, episodes, seed, sim_rules)
     E, N, A = env.n_envs, env.n_agents, env.n_actions
     rng = np.random.default_rng(seed)
     obs_ENO, _ = env.reset()

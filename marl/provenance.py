@@ -100,6 +100,8 @@ def engine_label(record: dict[str, Any] | None) -> str:
         text = f"{record.get('backend', '?')} {version}"
     if record.get("generator_version"):
         text += f", smacv2 generator {record['generator_version']}"
+    if record.get("candidate_rules"):
+        text += f", candidate rules {record['candidate_rules']}"
     return text
 
 

@@ -33,8 +33,8 @@ class BatchedStarCraft2Env:
     ``threads`` spreads the envs over that many cores (0 = all; ``marl/envs/smac/threads.py``); results do
     not depend on it. ``fused`` (default) steps in one compiled call (``marl/envs/smac/fused.py``);
     ``fused=False`` runs the readable reference, stage by stage, with the same results bit for bit.
-    ``sim_rules`` names candidate targeting rules of the built-in AI (``sim/variants.py``, e.g.
-    ``"noretaliate"``; not the engine's rules, for sensitivity studies; they step stage by stage).
+    Candidate rules of the built-in AI for research (not the engine's) come through
+    :func:`marl.envs.smac.research.variant_env`, never through this signature.
     """
 
     fused = False  # subclasses that do not call this __init__ (SMACv2) step stage by stage
@@ -43,6 +43,7 @@ class BatchedStarCraft2Env:
     _plan_value: FusedPlan | None = None  # the fused calls' unchanging arguments, built when first needed
     _episode_limit: int = 0
     _max_reward: Any = 0.0
+    _candidate_rules = ""  # research only: set by marl.envs.smac.research.variant_env's subclass
 
     def __init__(
         self,
@@ -51,12 +52,11 @@ class BatchedStarCraft2Env:
         seed: int | None = None,
         threads: int = 1,
         fused: bool = True,
-        sim_rules: str = "",
         **smac_flags: Any,
     ) -> None:
         if int(n_envs) < 1:
             raise ValueError(f"n_envs must be >= 1, got {n_envs}")
-        rules = parse_rules(sim_rules)
+        rules = parse_rules(self._candidate_rules)
         self.map_name = map_name
         self.fused = bool(fused) and not rules.any()  # the fused step runs the engine's own rules only
         self.spec = load_map(map_name)
