@@ -70,7 +70,8 @@ def filled_mask(lengths: list[int], t_slots: int = 21) -> np.ndarray:
 
 
 # ------------------------------------------------ PPO (test_ppo.py)
-PPO_TINY = [
+# tiny actor-critic runs (PG, PPO): small nets and batches, no logging or checkpoints
+AC_TINY = [
     "learner.batch_size=4",
     "runner.batch_size_run=2",
     "log.log_interval=50",
@@ -80,9 +81,8 @@ PPO_TINY = [
     "checkpoint.save_interval=0",
     "agent.hidden_dim=16",
     "learner.critic_hidden_dim=16",
-    "learner.ppo_epochs=2",
-    "learner.num_minibatches=2",
 ]
+PPO_TINY = [*AC_TINY, "learner.ppo_epochs=2", "learner.num_minibatches=2"]
 
 
 def ppo_cfg(tmp_path: Path, alg: str, env: str, extra: tuple[str, ...] = ()):  # noqa: ANN202

@@ -68,23 +68,17 @@ def test_every_nav_entry_exists():
     assert [p for p in pages if not (ROOT / "docs" / p).is_file()] == []
 
 
+def _strict_build(config: Path, site_dir: Path) -> subprocess.CompletedProcess:
+    """``mkdocs build --strict`` of ``config`` into ``site_dir`` (no network, no PATH lookups)."""
+    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site_dir)]
+    env = {"NO_MKDOCS_2_WARNING": "1", "PATH": ""}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+
+
 def test_the_site_builds_in_strict_mode(tmp_path):
     pytest.importorskip("mkdocs")
     pytest.importorskip("material")
-    cmd = [
-        sys.executable,
-        "-m",
-        "mkdocs",
-        "build",
-        "--strict",
-        "-f",
-        str(ROOT / "mkdocs.yml"),
-        "-d",
-        str(tmp_path),
-    ]
-    done = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=300, env={"NO_MKDOCS_2_WARNING": "1", "PATH": ""}
-    )
+    done = _strict_build(ROOT / "mkdocs.yml", tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "index.html").is_file() and (tmp_path / "fidelity" / "index.html").is_file()
     # the benchmarks page includes benchmarks/README.md's index
@@ -104,19 +98,6 @@ def test_a_broken_link_fails_the_strict_build(tmp_path):
     page.write_text(
         page.read_text(encoding="utf-8") + "\nSee [nowhere](no-such-page.md).\n", encoding="utf-8"
     )
-    cmd = [
-        sys.executable,
-        "-m",
-        "mkdocs",
-        "build",
-        "--strict",
-        "-f",
-        str(site / "mkdocs.yml"),
-        "-d",
-        str(tmp_path / "s"),
-    ]
-    done = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=300, env={"NO_MKDOCS_2_WARNING": "1", "PATH": ""}
-    )
+    done = _strict_build(site / "mkdocs.yml", tmp_path / "s")
     assert done.returncode != 0
     assert "no-such-page.md" in done.stdout + done.stderr

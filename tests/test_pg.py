@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from learner_batches import AC_TINY  # tests/ is on sys.path under pytest
 
 import marl.learners.pg_learner  # noqa: F401  (registers "pg")
 from marl.buffers import EpisodeBatch, Scheme
@@ -17,17 +18,7 @@ from marl.utils.ms import Tensor, setup
 
 setup(1, seed=0)
 
-TINY = [
-    "learner.batch_size=4",
-    "runner.batch_size_run=2",
-    "log.log_interval=50",
-    "log.test_interval=100",
-    "log.test_nepisode=2",
-    "log.mindinsight=false",
-    "checkpoint.save_interval=0",
-    "agent.hidden_dim=16",
-    "learner.critic_hidden_dim=16",
-]
+TINY = AC_TINY  # the tiny actor-critic run settings
 
 
 def _padded(b: int, t_slots: int, lengths: list[int], terminal: list[bool]):  # noqa: ANN202
