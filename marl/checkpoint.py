@@ -40,7 +40,6 @@ from marl.checkpoint_verify import (  # CheckpointError and FORMAT re-exported
     ARRAYS,
     FLOAT,
     FORMAT,
-    LEGACY_PICKLE,
     MANIFEST,
     META,
     SCALAR,
@@ -59,9 +58,7 @@ AGENT_CKPT = "agent.ckpt"  # the acting network in MindSpore's checkpoint format
 BEST = "best"
 _TMP_PREFIX = ".tmp-"
 _OLD_PREFIX = ".old-"
-_ARRAYS, _META, _LEGACY_PICKLE = ARRAYS, META, LEGACY_PICKLE
 _SEP = "/"
-_ARRAY, _SCALAR, _TUPLE, _FLOAT = ARRAY, SCALAR, TUPLE, FLOAT
 
 
 # --------------------------------------------------------------------------------------------- codec
@@ -76,7 +73,7 @@ def _encode(payload: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], dict[str
             if arr.dtype == object:
                 raise CheckpointError(f"{path}: object arrays cannot be saved (they would need a pickle)")
             arrays[path] = arr
-            return {_SCALAR if isinstance(v, np.generic) else _ARRAY: path}
+            return {SCALAR if isinstance(v, np.generic) else ARRAY: path}
         if isinstance(v, Mapping):
             out = {}
             for key, x in v.items():
@@ -85,12 +82,12 @@ def _encode(payload: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], dict[str
                 out[key] = enc(x, f"{path}{_SEP}{key}" if path else key)
             return out
         if isinstance(v, float) and not math.isfinite(v):
-            return {_FLOAT: repr(v)}
+            return {FLOAT: repr(v)}
         if v is None or isinstance(v, (bool, int, float, str)):
             return v
         if isinstance(v, (list, tuple)):
             items = [enc(x, f"{path}{_SEP}{i}") for i, x in enumerate(v)]
-            return {_TUPLE: items} if isinstance(v, tuple) else items
+            return {TUPLE: items} if isinstance(v, tuple) else items
         raise CheckpointError(f"{path}: a {type(v).__name__} cannot be saved in a checkpoint (data only)")
 
     return arrays, enc(payload, "")
@@ -109,13 +106,13 @@ def write_checkpoint(folder: Path, payload: Mapping[str, Any], t_env: int, metri
     """Write ``arrays.npz`` and ``meta.json`` into ``folder`` (which must exist) and fsync them (the caller
     adds its extra files, then :func:`~marl.checkpoint_verify.write_manifest`)."""
     arrays, tree = _encode(payload)
-    with open(folder / _ARRAYS, "wb") as fh:
+    with open(folder / ARRAYS, "wb") as fh:
         np.savez(fh, **arrays)
         fh.flush()
         os.fsync(fh.fileno())
     book = {"t_env": int(t_env), "metric": metric, "saved_at": time.time(), "format": FORMAT}
-    book["arrays_sha256"] = sha256(folder / _ARRAYS)
-    with open(folder / _META, "w", encoding="utf-8") as fh:
+    book["arrays_sha256"] = sha256(folder / ARRAYS)
+    with open(folder / META, "w", encoding="utf-8") as fh:
         json.dump({"_checkpoint": book, "tree": tree}, fh, allow_nan=False)
         fh.flush()
         os.fsync(fh.fileno())
@@ -144,28 +141,26 @@ def load(path: str | Path) -> dict[str, Any]:
     folder = Path(path)
     if not folder.is_dir():
         raise CheckpointError(f"{folder} is not a checkpoint folder (no such folder); see its models/")
-    if not (folder / _META).is_file():
-        raise CheckpointError(f"{folder / _META}: missing, so {folder} is not a checkpoint folder")
+    if not (folder / META).is_file():
+        raise CheckpointError(f"{folder / META}: missing, so {folder} is not a checkpoint folder")
     try:
         manifest = verify_files(folder)  # every digest, before any file is parsed
         book, tree = parse_meta(folder, manifest)
-        if not (folder / _ARRAYS).is_file():
-            raise CheckpointError(f"{folder / _ARRAYS}: missing")
-        if not manifest and sha256(folder / _ARRAYS) != book["arrays_sha256"]:
-            raise CheckpointError(
-                f"{folder / _ARRAYS}: corrupt (its SHA-256 differs from the one in {_META})"
-            )
-        with np.load(folder / _ARRAYS, allow_pickle=False) as npz:
+        if not (folder / ARRAYS).is_file():
+            raise CheckpointError(f"{folder / ARRAYS}: missing")
+        if not manifest and sha256(folder / ARRAYS) != book["arrays_sha256"]:
+            raise CheckpointError(f"{folder / ARRAYS}: corrupt (its SHA-256 differs from the one in {META})")
+        with np.load(folder / ARRAYS, allow_pickle=False) as npz:
             arrays = {name: npz[name] for name in npz.files}
     except OSError as exc:  # unreadable file, or an npz that is no zip
         raise CheckpointError(
-            f"{exc.filename or folder / _ARRAYS}: unreadable ({exc.strerror or exc})"
+            f"{exc.filename or folder / ARRAYS}: unreadable ({exc.strerror or exc})"
         ) from None
     except (ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
-        raise CheckpointError(f"{folder / _ARRAYS}: unreadable ({type(exc).__name__}: {exc})") from None
-    payload: dict[str, Any] = decode_tree(tree, arrays, folder / _META)
+        raise CheckpointError(f"{folder / ARRAYS}: unreadable ({type(exc).__name__}: {exc})") from None
+    payload: dict[str, Any] = decode_tree(tree, arrays, folder / META)
     if not isinstance(payload, dict):
-        raise CheckpointError(f"{folder / _META}: tree must be an object of named values, not a tagged value")
+        raise CheckpointError(f"{folder / META}: tree must be an object of named values, not a tagged value")
     nonfinite = [n for n, a in arrays.items() if a.dtype.kind == "f" and not np.isfinite(a).all()]
     payload["_checkpoint"] = {**book, "path": str(folder), "nonfinite": nonfinite}
     return payload
@@ -176,7 +171,7 @@ def periodic(run_dir: str | Path) -> list[Path]:
     models = Path(run_dir) / MODELS
     if not models.is_dir():
         return []
-    found = [p for p in models.iterdir() if p.is_dir() and p.name.isdigit() and (p / _META).is_file()]
+    found = [p for p in models.iterdir() if p.is_dir() and p.name.isdigit() and (p / META).is_file()]
     return sorted(found, key=lambda p: int(p.name))
 
 
@@ -189,7 +184,7 @@ def latest(run_dir: str | Path) -> Path | None:
 def best(run_dir: str | Path) -> Path | None:
     """The best-metric checkpoint of ``run_dir`` (``None`` when there is none)."""
     folder = Path(run_dir) / MODELS / BEST
-    return folder if (folder / _META).is_file() else None
+    return folder if (folder / META).is_file() else None
 
 
 def load_checked(path: str | Path, check: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
@@ -308,7 +303,7 @@ class Checkpointer:
         try:
             write_checkpoint(tmp, payload, t_env, metric)
             for name, write in (exports or {}).items():
-                if name in (_ARRAYS, _META, MANIFEST) or "/" in name:
+                if name in (ARRAYS, META, MANIFEST) or "/" in name:
                     raise ValueError(f"export name {name!r} is reserved or not a plain file name")
                 write(tmp / name)
             write_manifest(tmp)

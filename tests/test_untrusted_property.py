@@ -97,6 +97,14 @@ def _bytes(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in folder.iterdir()}
 
 
+def _last_two(source: Path, run: Path) -> tuple[Path, Path]:
+    """The ``source`` run's two newest checkpoints copied into ``run``'s models/: (older, newest)."""
+    for folder in periodic(source)[-2:]:
+        shutil.copytree(folder, run / "models" / folder.name)
+    older, newest = periodic(run)
+    return older, newest
+
+
 @settings(
     max_examples=150,
     deadline=None,
@@ -112,9 +120,7 @@ def test_loading_uses_the_newest_intact_checkpoint_or_says_why(
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp)
-        for folder in periodic(trained)[-2:]:
-            shutil.copytree(folder, run / "models" / folder.name)
-        older, newest = periodic(run)
+        older, newest = _last_two(trained, run)
         if old_format:
             _to_format2(older)
             _to_format2(newest)
@@ -149,9 +155,7 @@ def test_any_edit_of_meta_is_used_or_refused_by_the_schema(
     """A hand edit of one node of ``meta.json`` whose manifest was rewritten too (or that has none)."""
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp)
-        for folder in periodic(trained)[-2:]:
-            shutil.copytree(folder, run / "models" / folder.name)
-        older, newest = periodic(run)
+        older, newest = _last_two(trained, run)
         if old_format:
             _to_format2(newest)
         _corrupt(newest, "meta.json", "edit_meta", 0.0, 1, value, pick)
