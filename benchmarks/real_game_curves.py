@@ -34,10 +34,12 @@ sys.path.insert(0, str(ROOT))
 from marl.report.paper_runs import (  # noqa: E402
     CHECKPOINTS,
     DEFAULT_DATA,
+    RECORD_CURVES,
+    RECORD_STD,
     band,
     convert,
     load_paper_runs,
-    value_at,
+    ours_at,
     verdict,
 )
 from marl.report.records import CURVE_KEYS, read_record, record_from_run_dir, write_record  # noqa: E402
@@ -45,29 +47,13 @@ from marl.report.runs import engine_of  # noqa: E402
 
 # our preset -> the paper's algorithm name in the data
 PAPER_ALG = {"qmix_smac_paper": "QMIX", "vdn_smac_paper": "VDN", "iql_smac_paper": "IQL"}
-METRICS = {"win_rate": "test_win_rate", "return": "test_return_mean"}
-STD_KEY = "test_return_std"
+METRICS = RECORD_CURVES
 
 
-def ours_at(records: list[dict], t: int, metric: str) -> tuple[float | None, int, float | None]:
+def ours_median(records: list[dict], t: int, metric: str) -> tuple[float | None, int, float | None]:
     """Our runs' median at checkpoint ``t``, how many runs reach it, and the median logged return std."""
-    vals, stds = [], []
-    for rec in records:
-        curve = rec["curves"].get(METRICS[metric], [])
-        if not curve:
-            continue
-        ts = np.asarray([p[0] for p in curve])
-        v = value_at(ts, np.asarray([p[1] for p in curve]), t)
-        if v is not None:
-            vals.append(v)
-            std = rec["curves"].get(STD_KEY)
-            if std:
-                s = value_at(np.asarray([p[0] for p in std]), np.asarray([p[1] for p in std]), t)
-                stds.append(s if s is not None else np.nan)
-    if not vals:
-        return None, 0, None
-    std_med = float(np.nanmedian(stds)) if stds and not np.all(np.isnan(stds)) else None
-    return float(np.median(vals)), len(vals), std_med
+    vals, std = ours_at(records, t, metric)
+    return (float(np.median(vals)) if vals else None), len(vals), std
 
 
 def fmt(v: float | None, metric: str) -> str:
@@ -83,7 +69,7 @@ def table_rows(map_name: str, alg: str, records: list[dict], game: list) -> list
         cells, marks = [], []
         for metric in METRICS:
             b = band(game, t, metric)
-            mine, n_ours, std = ours_at(records, t, metric)
+            mine, n_ours, std = ours_median(records, t, metric)
             g = (
                 "-"
                 if b is None
@@ -204,7 +190,7 @@ def report(records_dir: Path, out: Path, data: Path, allow_mixed: bool = False) 
         rows += table_rows(map_name, alg, recs, game)
         plot_map(map_name, alg, recs, game, out / f"{alg.lower()}_{map_name}.png")
         for t in (300_000, 1_000_000):
-            mine = ours_at(recs, t, "win_rate")[0]
+            mine = ours_median(recs, t, "win_rate")[0]
             v = verdict(mine, band(game, t, "win_rate"), "win_rate")
             if v != "-":
                 counts[alg, t][0] += v == "inside"
@@ -279,7 +265,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{args.out}: {sum(len(v) for a in content['maps'].values() for v in a.values())} runs")
     elif args.cmd == "record":
         for d in args.run_dirs:
-            rec = record_from_run_dir(d, (*CURVE_KEYS, STD_KEY))
+            rec = record_from_run_dir(d, (*CURVE_KEYS, RECORD_STD))
             if args.engine:
                 rec = assign_engine(rec, args.engine, args.engine_note)
             print(write_record(rec, args.out, args.force))

@@ -21,10 +21,10 @@ def test_pages_are_in_sync_with_the_results_files(page):
     assert render(text, ROOT / RESULTS, TARGETS[page]) == text, f"{page} is out of date: run `make tables`"
 
 
-def test_the_readme_holds_one_generated_table_the_papers_runs():
+def test_the_readme_holds_the_engine_table_and_the_papers_runs():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert list(TARGETS["README.md"]) == ["smac_paper"]
-    assert readme.count("<!-- BEGIN ") == 1
+    assert list(TARGETS["README.md"]) == ["engine_results", "smac_paper"]
+    assert readme.count("<!-- BEGIN ") == 2
     # QMIX's published runs on 2s3z at 2M steps (benchmarks/smac_paper_runs.json): median 0.97 of 5 runs
     assert "| 2s3z | 5 | 1.00 [0.97, 1.00] | 0.97 [0.94, 1.00] |" in readme
 
@@ -131,3 +131,39 @@ def test_throughput_block_shows_the_stage_by_stage_step_when_measured(tmp_path):
     assert "same, stage by stage" in block
     want = "| 8m | 64 | 90,000 | 50,000 | 30,000 | 11,000 | 8.18× | 15,000 | 6.00× | 70,000 | 4.67× |"
     assert want in block
+
+
+def _paper_records(folder: Path, wins: dict[int, tuple[str, float]]) -> None:
+    """qmix_smac_paper records on 2s3z: seed -> (engine version, test win rate at 300k)."""
+    from marl.report.records import RECORD_FORMAT, RECORD_VERSION, write_record
+
+    for seed, (version, win) in wins.items():
+        curves = {
+            "test_win_rate": [[50, 0.0], [300_000, win]],
+            "test_return_std": [[50, 1.0], [300_000, 1.0]],
+        }
+        rec = {"format": RECORD_FORMAT, "version": RECORD_VERSION, "env": "smac", "task": "2s3z",
+               "alg": "qmix_smac_paper", "seed": seed, "test_nepisode": 32, "budget": 300_000,
+               "curves": curves, "absolute": None, "source": f"run{seed}", "config": {},
+               "engine": [{"engine_version": version, "backend": "sim"}]}  # fmt: skip
+        write_record(rec, folder, force=True)
+
+
+def test_engine_table_keeps_the_current_engine_and_gives_an_iqm_from_three_seeds(tmp_path):
+    from marl.envs.smac.version import ENGINE_VERSION
+    from marl.report.readme import ENGINE_RECORDS, engine_block
+
+    results = tmp_path / RESULTS
+    results.mkdir(parents=True)
+    shutil.copy(ROOT / RESULTS.parent / "smac_paper_runs.json", results.parent)
+    assert engine_block(results) == f"No run of the paper's presets on engine {ENGINE_VERSION} recorded yet."
+    # one seed on this engine, one on an older engine: only the first counts, and its value is listed
+    _paper_records(results / ENGINE_RECORDS, {0: (ENGINE_VERSION, 0.75), 1: ("0.0.1", 0.0)})
+    row = engine_block(results).splitlines()[2]
+    # the game's QMIX on 2s3z at 300k: median 0.66 [0.62, 0.84] over 5 runs (benchmarks/smac_paper_runs.json)
+    assert row.startswith("| 2s3z | `qmix_smac_paper` | 300k | 0.75 (1 seed) | 0.66 [0.62, 0.84] (5) |")
+    assert row.endswith("| inside |")
+    _paper_records(results / ENGINE_RECORDS, {1: (ENGINE_VERSION, 0.25), 2: (ENGINE_VERSION, 0.25)})
+    row = engine_block(results).splitlines()[2]
+    cell = row.split(" | ")[3]
+    assert cell.startswith("0.") and cell.endswith("(3 seeds)") and "[0.25, 0.75]" in cell

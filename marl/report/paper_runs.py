@@ -156,6 +156,31 @@ def widened(b: Band, metric: str, return_std: float | None = None) -> tuple[floa
     return b.lo - half, b.hi + half
 
 
+# a metric of the table -> the curve of a run record (marl.report.records) that holds it
+RECORD_CURVES = {"win_rate": "test_win_rate", "return": "test_return_mean"}
+RECORD_STD = "test_return_std"
+
+
+def ours_at(records: Sequence[Mapping[str, Any]], t: int, metric: str) -> tuple[list[float], float | None]:
+    """Our runs' values at checkpoint ``t`` (one per run record that reaches it, as :meth:`PaperRun.at`)
+    and the median test-return standard deviation they logged there (for :func:`verdict`)."""
+    vals, stds = [], []
+    for rec in records:
+        curve = rec["curves"].get(RECORD_CURVES[metric], [])
+        if not curve:
+            continue
+        v = value_at(np.asarray([p[0] for p in curve]), np.asarray([p[1] for p in curve]), t)
+        if v is None:
+            continue
+        vals.append(v)
+        std = rec["curves"].get(RECORD_STD)
+        if std:
+            s = value_at(np.asarray([p[0] for p in std]), np.asarray([p[1] for p in std]), t)
+            stds.append(np.nan if s is None else s)
+    std_med = float(np.nanmedian(stds)) if stds and not np.all(np.isnan(stds)) else None
+    return vals, std_med
+
+
 def verdict(ours: float | None, b: Band | None, metric: str, return_std: float | None = None) -> str:
     """``inside`` / ``above`` / ``below`` the widened band, or ``-`` where either side has no value."""
     if ours is None or b is None:

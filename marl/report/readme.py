@@ -13,6 +13,11 @@ Blocks (``TARGETS``: page -> its blocks):
 * ``smac_paper`` (README.md) — the SMAC paper's QMIX runs on StarCraft II 4.6.2 (``smac_paper_runs.json``
   beside ``benchmarks/results/``): per map the median and range of the published runs' test win rate at 1M
   and 2M env steps, the reference that results pinned to an engine version are compared with;
+* ``engine_results`` (README.md) — the paper's presets on the current engine version (the run records of
+  ``benchmarks/results/runs/smac_paper``): per map and algorithm, at 300k and 1M env steps where runs reach
+  them, our test win rate (IQM and 95 % CI over seeds from three seeds, else each seed's value) beside the
+  game's median [range] over the paper's runs at the same step, and the verdict of
+  :func:`marl.report.paper_runs.verdict`;
 * ``learning`` (docs/results-history.md) — the rows of every results file's ``<!-- README learning -->``
   table (the row sits in the file beside the runs it summarises), files in ``LEARNING_ORDER`` then the
   rest by name, a ``file`` column added;
@@ -28,7 +33,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from marl.report.paper_runs import band, load_paper_runs
+import numpy as np
+
+from marl.report.paper_runs import band, load_paper_runs, ours_at, verdict
+from marl.report.records import read_record
+from marl.report.runs import engine_of
 from marl.report.summary import markdown_tables
 
 RESULTS = Path("benchmarks") / "results"
@@ -152,9 +161,60 @@ def smac_paper_block(results: Path) -> str:
     return md_table(out)
 
 
+ENGINE_RECORDS = Path("runs") / "smac_paper"
+ENGINE_STEPS = (300_000, 1_000_000)
+# our preset -> the paper's algorithm name in its data
+PAPER_PRESETS = {"qmix_smac_paper": "QMIX", "vdn_smac_paper": "VDN", "iql_smac_paper": "IQL"}
+MIN_SEEDS_CI = 3
+
+
+def _win_rate_cell(vals: list[float]) -> str:
+    """IQM [95 % CI] over seeds from :data:`MIN_SEEDS_CI` seeds on, else the seeds' values."""
+    if len(vals) < MIN_SEEDS_CI:
+        return ", ".join(f"{v:.2f}" for v in vals) + f" ({len(vals)} seed{'s' if len(vals) > 1 else ''})"
+    from marl.report.stats import iqm_and_mean
+
+    r = iqm_and_mean({"w": np.asarray(vals, dtype=np.float64)[:, None]})["w"]
+    return f"{r['iqm']:.2f} [{r['iqm_lo']:.2f}, {r['iqm_hi']:.2f}] ({len(vals)} seeds)"
+
+
+def engine_block(results: Path) -> str:
+    """The paper's presets on the current engine beside the game's runs at the same steps (see above)."""
+    from marl.envs.smac.version import ENGINE_VERSION
+
+    label = f"sim {ENGINE_VERSION}"
+    paper = load_paper_runs(results.parent / "smac_paper_runs.json")
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for path in sorted((results / ENGINE_RECORDS).glob("*.json")):
+        rec = read_record(path)
+        if rec["alg"] in PAPER_PRESETS and engine_of(rec) == label:
+            groups.setdefault((rec["task"], rec["alg"]), []).append(rec)
+    head = [
+        "map",
+        "preset",
+        "steps",
+        f"engine {ENGINE_VERSION}: test win rate",
+        "game: median [range] (runs)",
+    ]
+    out = [[*head, "verdict"]]
+    for (map_name, alg), recs in sorted(groups.items(), key=lambda kv: (kv[0][0].lower(), kv[0][1])):
+        game = paper.get((map_name, PAPER_PRESETS[alg]), [])
+        for t in ENGINE_STEPS:
+            vals, std = ours_at(recs, t, "win_rate")
+            if not vals:
+                continue
+            b = band(game, t, "win_rate")
+            g = "-" if b is None else f"{b.median:.2f} [{b.lo:.2f}, {b.hi:.2f}] ({b.n})"
+            mark = verdict(float(np.median(vals)), b, "win_rate", std)
+            out.append([map_name, f"`{alg}`", f"{t // 1000}k", _win_rate_cell(vals), g, mark])
+    if len(out) == 1:
+        return f"No run of the paper's presets on engine {ENGINE_VERSION} recorded yet."
+    return md_table(out)
+
+
 # page (relative to the repository) -> its generated blocks
 TARGETS: dict[str, dict[str, Callable[[Path], str]]] = {
-    "README.md": {"smac_paper": smac_paper_block},
+    "README.md": {"engine_results": engine_block, "smac_paper": smac_paper_block},
     "docs/results-history.md": {"learning": learning_block, "multi_seed": multi_seed_block},
     "docs/performance.md": {"throughput": throughput_block},
 }
