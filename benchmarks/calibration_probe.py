@@ -3,8 +3,12 @@
 For each map it plays every policy under every variant and prints win rate [Wilson 95 %], mean return
 (SMAC's default reward), mean episode length and the enemies' mean hit points (+ shields) left. A variant is
 ``default`` (the engine as it is), a name of ``sim/variants.py``'s candidate targeting rules (e.g.
-``noretaliate``, ``delay2``), or ``arena=game`` (2c_vs_64zg only: the walkable cells read from the SMAC map
-file itself, see :data:`GAME_ARENA`). Diagnostics only: nothing here changes the engine.
+``noretaliate``, ``delay2``), ``arena=game`` (2c_vs_64zg only: the walkable cells read from the SMAC map
+file itself, see :data:`GAME_ARENA`), or ``scale:UNIT.FIELD=FACTOR[,...]`` (a sensitivity: that column of the
+unit table, both sides' rows, times FACTOR in this process, e.g. ``scale:colossus.cooldown=1.5``; fields
+:data:`SCALABLE`). Diagnostics only: nothing here changes the engine. The ``crowd`` column is the enemies'
+median nearest-neighbour distance (ground units, centre to centre) over steps 2-6, the approach, beside the
+contact distance two of them keep in the game (``units.CONTACT`` x both radii).
 
 Policies: ``random`` (uniform over available actions), ``stop`` (every agent stops), ``attack`` (each agent
 attacks the closest enemy it may attack, else walks toward the closest enemy), and on 2s_vs_1sc ``swap``
@@ -32,8 +36,10 @@ sys.path.insert(0, str(ROOT))
 import harness  # noqa: E402
 
 import marl.envs.smac.batched_env as batched_env  # noqa: E402
+import marl.envs.smac.sim.engine as sim_engine  # noqa: E402
 from marl.envs.smac.maps import MAPS_DIR, load_map, parse_map  # noqa: E402
 from marl.envs.smac.research import variant_env  # noqa: E402
+from marl.envs.smac.sim import units  # noqa: E402
 from marl.envs.smac.sim.units import S_HP, S_SH, S_TGT, S_X, S_Y  # noqa: E402
 from marl.envs.smac.types import MapSpec  # noqa: E402
 
@@ -53,6 +59,39 @@ GAME_ARENA = {
     ],
 }
 POLICIES = ("random", "stop", "attack", "swap")
+# scale: fields -> the unit table's columns
+SCALABLE = {"dmg": units.DMG, "cooldown": units.COOLDOWN, "hits": units.HITS, "speed": units.SPEED}
+
+
+def scaled_props(text: str) -> np.ndarray:
+    """The unit table with ``UNIT.FIELD=FACTOR`` changes (comma-separated) applied to both sides' rows."""
+    props = units.PROPS.copy()
+    for part in text.split(","):
+        try:
+            key, factor = part.split("=")
+            name, field = key.split(".")
+            col, t = SCALABLE[field], units.TYPE_INDEX[name]
+            factor = float(factor)
+        except (ValueError, KeyError):
+            raise SystemExit(
+                f"bad scale {part!r}: UNIT.FIELD=FACTOR, FIELD one of {sorted(SCALABLE)}"
+            ) from None
+        props[[t, units.N_TYPES + t], col] *= factor
+    props.setflags(write=False)
+    return props
+
+
+def crowd(S: np.ndarray, n_agents: int) -> float:
+    """The median over envs of the enemies' median nearest-neighbour distance (living ground units)."""
+    out = []
+    for e in range(S.shape[0]):
+        live = S[e, n_agents:, S_HP] > 0
+        xy = np.stack([S[e, n_agents:, S_X][live], S[e, n_agents:, S_Y][live]], axis=1)
+        if len(xy) > 1:
+            d = np.hypot(*(xy[:, None] - xy[None]).transpose(2, 0, 1))
+            np.fill_diagonal(d, np.inf)
+            out.append(np.median(d.min(1)))
+    return float(np.median(out)) if out else math.nan
 
 
 def spec_for(map_name: str, variant: str) -> MapSpec:
@@ -105,20 +144,30 @@ def act(policy: str, env, rng: np.random.Generator) -> np.ndarray:
 def play(map_name: str, policy: str, variant: str, episodes: int, seed: int) -> dict[str, float]:
     """``episodes`` episodes at once; win rate, its Wilson interval, mean return, length, enemy HP left."""
     spec = spec_for(map_name, variant)
-    rules = "" if variant in ("default", "arena=game") else variant
-    orig = batched_env.load_map
+    scaled = variant.startswith("scale:")
+    rules = "" if variant in ("default", "arena=game") or scaled else variant
+    orig, orig_props = batched_env.load_map, sim_engine.PROPS
     batched_env.load_map = lambda name: spec  # the env builds its engine from this spec
+    if scaled:
+        sim_engine.PROPS = scaled_props(variant.removeprefix("scale:"))  # read by the engine at every step
     try:
-        env = variant_env(map_name, episodes, seed, rules, fused=False)
+        return _play(map_name, policy, variant, episodes, seed, rules)
     finally:
-        batched_env.load_map = orig
+        batched_env.load_map, sim_engine.PROPS = orig, orig_props
+
+
+def _play(map_name: str, policy: str, variant: str, episodes: int, seed: int, rules: str) -> dict[str, float]:
+    env = variant_env(map_name, episodes, seed, rules, fused=False)
     rng = np.random.default_rng(seed)
     env.reset()
     E, N = env.n_envs, env.n_agents
     running = np.ones(E, dtype=bool)
     ret, won, length = np.zeros(E), np.zeros(E, dtype=bool), np.zeros(E)
     left = np.zeros(E)
+    spacing = []
     while running.any():
+        if 2 <= length.max() <= 6:
+            spacing.append(crowd(env.engine.S[running], N))
         r, term, info = env.step(act(policy, env, rng), running)
         ret[running] += r[running]
         length[running] += 1
@@ -137,7 +186,7 @@ def play(map_name: str, policy: str, variant: str, episodes: int, seed: int) -> 
         z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n),
     )
     return {"win": p, "lo": max(0.0, c - h), "hi": min(1.0, c + h), "ret": ret.mean(), "len": length.mean(),
-            "left": left.mean()}  # fmt: skip
+            "left": left.mean(), "crowd": float(np.nanmedian(spacing)) if spacing else math.nan}  # fmt: skip
 
 
 def main() -> None:
@@ -151,8 +200,8 @@ def main() -> None:
     args = ap.parse_args()
     run = harness.start()
     rows = [
-        "| map | policy | variant | win % [95 %] | return | length | enemy HP+SH left |",
-        "|---|---|---|---|---|---|---|",
+        "| map | policy | variant | win % [95 %] | return | length | enemy HP+SH left | crowd |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(rows))
     for m in args.maps:
@@ -166,7 +215,8 @@ def main() -> None:
                 r = play(m, pol, v, args.episodes, args.seed)
                 ci = f"{100 * r['win']:.0f} [{100 * r['lo']:.0f}, {100 * r['hi']:.0f}]"
                 rows.append(
-                    f"| {m} | {pol} | {v} | {ci} | {r['ret']:.1f} | {r['len']:.1f} | {r['left']:.0f} |"
+                    f"| {m} | {pol} | {v} | {ci} | {r['ret']:.1f} | {r['len']:.1f} | {r['left']:.0f} "
+                    f"| {r['crowd']:.2f} |"
                 )
                 print(rows[-1], f" <!-- {time.time() - t0:.0f} s -->", flush=True)
     if args.out:

@@ -53,3 +53,20 @@ def test_probe_stop_loses_and_the_games_arena_is_2c_vs_64zg_only():
     assert not grid[10, 12] and grid[2, 12] and not grid[1, 12]  # the strip, its gap, the playable edge
     with pytest.raises(ValueError, match="2c_vs_64zg only"):
         calibration_probe.spec_for("3m", "arena=game")
+
+
+def test_probe_scales_the_unit_table_only_while_it_plays():
+    from marl.envs.smac.sim import engine, units
+
+    props = calibration_probe.scaled_props("colossus.cooldown=1.5,zergling.dmg=2")
+    col, zl = units.TYPE_INDEX["colossus"], units.TYPE_INDEX["zergling"]
+    for row in (col, units.N_TYPES + col):  # the RL copy and the stock unit alike
+        assert props[row, units.COOLDOWN] == pytest.approx(1.5 * units.PROPS[row, units.COOLDOWN])
+    assert props[zl, units.DMG] == 10.0 and props[col, units.DMG] == units.PROPS[col, units.DMG]
+    with pytest.raises(SystemExit, match="FIELD one of"):
+        calibration_probe.scaled_props("colossus.armor=2")
+    # idle colossi take no part: the zerglings' doubled damage alone shortens the episode
+    base = calibration_probe.play("2c_vs_64zg", "stop", "default", 2, 0)
+    fast = calibration_probe.play("2c_vs_64zg", "stop", "scale:zergling.dmg=2", 2, 0)
+    assert fast["len"] < base["len"] and engine.PROPS is units.PROPS  # restored afterwards
+    assert 0.3 < base["crowd"] < 0.69  # the approaching crowd, centre to centre
