@@ -70,3 +70,14 @@ def test_probe_scales_the_unit_table_only_while_it_plays():
     fast = calibration_probe.play("2c_vs_64zg", "stop", "scale:zergling.dmg=2", 2, 0)
     assert fast["len"] < base["len"] and engine.PROPS is units.PROPS  # restored afterwards
     assert 0.3 < base["crowd"] < 0.69  # the approaching crowd, centre to centre
+
+
+def test_push_rule_keeps_a_crowd_out_of_contact_and_needs_a_number():
+    from marl.envs.smac.sim.variants import R_PUSH, parse_rules
+
+    assert parse_rules("push4")[R_PUSH] == 4
+    with pytest.raises(ValueError, match="push of passes"):
+        parse_rules("push")
+    one = calibration_probe.play("2c_vs_64zg", "stop", "default", 4, 0)
+    four = calibration_probe.play("2c_vs_64zg", "stop", "push4", 4, 0)
+    assert one["crowd"] < 0.65 < four["crowd"]  # the contact distance of two zerglings: 0.6885

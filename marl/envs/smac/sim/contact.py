@@ -36,6 +36,7 @@ from marl.envs.smac.sim.units import (
 )
 
 STRUCTURE, FIRING, BUSY, IDLING = 4.0, 3.0, 2.0, 1.0  # push classes: the lower gives way, equals share
+PUSH_TOL = 0.01  # push_passes stops once no pair overlaps by more than this fraction of its contact
 
 
 @engine_jit_inline
@@ -105,15 +106,33 @@ def _give_way(e, k, nx, ny, over, mine, theirs, props, utype, grid, S, rng, buf,
 
 @engine_jit
 def _push(e, props, utype, grid, S, rng, buf, idx):
-    """Separate the living ground units of env ``e`` that touch: the lower :func:`_push_class` takes the
-    whole overlap, units of one class half each, two structures stay (:func:`_give_way`); units with no
-    collision class in common (``units.COLLIDE``: a colossus and any other ground unit) do not touch.
+    """Separate the living ground units of env ``e`` that touch, in one pass over the pairs (the engine's
+    rule): the lower :func:`_push_class` takes the whole overlap, units of one class half each, two
+    structures stay (:func:`_give_way`); units with no collision class in common (``units.COLLIDE``: a
+    colossus and any other ground unit) do not touch.
 
     D (``benchmarks/recorded_movement.py``): the game's allies firing in a walking ally's way moved in 2 %
     of those steps and stopped ones in all of them; the walker went round, losing 3.8 loops of its step on
     average (stuck the whole step in 21 %). ``buf`` (U, 4) and ``idx`` (U,) are scratch: the living
     ground units are gathered first so the O(n^2) pair scan runs over small contiguous arrays.
     """
+    _push_pass(e, _gather(e, props, utype, S, buf, idx), props, utype, grid, S, rng, buf, idx)
+
+
+@engine_jit
+def push_passes(e, passes, props, utype, grid, S, rng, buf, idx):
+    """:func:`_push` repeated up to ``passes`` times while some pair still overlaps by more than
+    :data:`PUSH_TOL` of its contact distance: the candidate rule ``push<k>`` of ``variants`` (research only;
+    the engine's rule is one pass, which lets a crowd of dozens walk inside the contact distance)."""
+    n = _gather(e, props, utype, S, buf, idx)
+    for _ in range(passes):
+        if _push_pass(e, n, props, utype, grid, S, rng, buf, idx) <= PUSH_TOL:
+            break
+
+
+@engine_jit_inline
+def _gather(e, props, utype, S, buf, idx):
+    """The living ground units of env ``e`` into the scratch ``buf``/``idx``; returns how many."""
     u = S.shape[1]
     n = 0
     for a in range(u):
@@ -125,6 +144,14 @@ def _push(e, props, utype, grid, S, rng, buf, idx):
             buf[n, 2] = props[ua, RADIUS]
             buf[n, 3] = _push_class(e, a, props, utype, S)
             n += 1
+    return n
+
+
+@engine_jit
+def _push_pass(e, n, props, utype, grid, S, rng, buf, idx):
+    """One pass over the pairs of the ``n`` gathered units; returns the largest overlap met, as a fraction
+    of its pair's contact distance (0 when none touched)."""
+    worst = 0.0
     for p in range(n):
         for q in range(p + 1, n):
             rr = (buf[p, 2] + buf[q, 2]) * CONTACT
@@ -145,8 +172,10 @@ def _push(e, props, utype, grid, S, rng, buf, idx):
             if d < 1e-6:
                 ang = 2.0 * math.pi * rand_uniform(rng, e)
                 dx, dy, d = math.cos(ang), math.sin(ang), 1.0
+            worst = max(worst, (rr - d) / rr)
             ux, uy = dx / d, dy / d  # from p to q
             if cp <= cq:
                 _give_way(e, p, -ux, -uy, rr - d, cp, cq, props, utype, grid, S, rng, buf, idx)
             if cq <= cp:
                 _give_way(e, q, ux, uy, rr - d, cq, cp, props, utype, grid, S, rng, buf, idx)
+    return worst
