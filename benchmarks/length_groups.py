@@ -18,6 +18,8 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
+from itertools import cycle
 from pathlib import Path
 
 import numpy as np
@@ -79,13 +81,14 @@ def bench_map(name: str, args: argparse.Namespace) -> tuple[str, list[str]]:
         for b in batches[1:]:
             learner.train(b, 0, 0)
         first[g] = time.perf_counter() - t0
-    times: dict[int, list[float]] = {1: [], 2: []}
-    for i in range(args.steps):
-        for g, learner in learners.items():
-            t0 = time.perf_counter()
-            learner.train(batches[i % len(batches)], 0, 0)
-            times[g].append(time.perf_counter() - t0)
-    med = {g: statistics.median(v) * 1e3 for g, v in times.items()}
+
+    def stepper(learner: QLearner | PPOLearner) -> Callable[[], object]:
+        """One train step a call, on the batches in turn (both learners see the same sequence)."""
+        turn = cycle(batches)
+        return lambda: learner.train(next(turn), 0, 0)
+
+    alt = harness.alternate(stepper(learners[1]), stepper(learners[2]), args.steps, names=("1", "2"))
+    med = {g: alt.median(str(g)) * 1e3 for g in learners}
     limit = info.episode_limit
     shapes, bucket = [], learners[1].cfg.learner.time_bucket
     for b in batches:
