@@ -77,7 +77,7 @@ def main() -> None:
     print("\n".join([*harness.header_lines(run, __file__, sys.argv[1:], python="python"), ""]))
     print(
         "| map | overrides | GIL switch ms | train ms alone | train ms beside acting | ratio "
-        "| acting ms a round alone | beside learning |\n"
+        "| acting ms a round alone | beside learning |\n|---|---|---|---|---|---|---|---|\n"
         f"| {args.map} | {' '.join(overrides) or 'defaults'} | {sys.getswitchinterval() * 1000:g} | "
         f"{1000 * alone / args.calls:.1f} | "
         f"{1000 * beside / args.calls:.1f} | {beside / alone:.2f}x | {1000 * act_alone:.1f} | "
