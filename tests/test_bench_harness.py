@@ -88,3 +88,17 @@ def test_alternate_refuses_bad_input_and_reports_a_failing_command():
         harness.alternate([sys.executable, "-c", "exit(3)"], time.time, reps=1)
     with pytest.raises(ValueError, match="no side 'c'"):
         harness.alternate(time.time, time.time, reps=1).median("c")
+
+
+# real_game_curves.py still writes its own command and date lines (it is another change's to move)
+_OWN_HEADER = {"real_game_curves.py"}
+
+
+def test_no_benchmark_writes_its_own_command_line():
+    bench = Path(harness.__file__).parent
+    for script in sorted(bench.glob("*.py")):
+        text = script.read_text(encoding="utf-8")
+        if script.name == "harness.py" or script.name in _OWN_HEADER:
+            continue
+        own = '"- command:' in text or "'- command:" in text
+        assert not own, f"{script.name} writes its own command line; use harness.header_lines"
