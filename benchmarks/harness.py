@@ -23,6 +23,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import cycle
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +138,7 @@ class Round:
 class Alternation:
     """The rounds of :func:`alternate`, in the order they ran."""
 
-    sides: tuple[str, str]
+    sides: tuple[str, ...]
     rounds: tuple[Round, ...]
 
     def measures(self, side: str, measure: str = "wall_s") -> list[float]:
@@ -156,10 +157,10 @@ class Alternation:
         """The median over the rounds of ``side``'s ``measure`` (see :meth:`measures`)."""
         return statistics.median(self.measures(side, measure))
 
-    def ratio(self, measure: str = "wall_s") -> float:
-        """The second side's median over the first's (``b / a``; above 1: ``b`` took more)."""
-        a, b = self.sides
-        return self.median(b, measure) / self.median(a, measure)
+    def ratio(self, measure: str = "wall_s", b: str | None = None, a: str | None = None) -> float:
+        """Side ``b``'s median over side ``a``'s (by default the second side over the first; above 1: ``b``
+        took more)."""
+        return self.median(b or self.sides[1], measure) / self.median(a or self.sides[0], measure)
 
     def round_lines(self, cell: str = "") -> list[str]:
         """One Markdown row a round under :data:`ROUND_HEAD`: wall and CPU seconds and their ratio."""
@@ -194,6 +195,13 @@ def run_command(argv: Sequence[str], **options: Any) -> str:
 Side = Callable[[], Any] | Sequence[str]
 
 
+def in_turn(call: Callable[[Any], Any], items: Sequence[Any]) -> Callable[[], Any]:
+    """A side for :func:`alternate`: each call is ``call(item)`` on the next of ``items``, round and round
+    (two sides given the same items see them in the same order)."""
+    turn = cycle(items)
+    return lambda: call(next(turn))
+
+
 def alternate(
     a: Side, b: Side, reps: int, names: tuple[str, str] = ("a", "b"), warmup: int = 0, **options: Any
 ) -> Alternation:
@@ -201,18 +209,28 @@ def alternate(
     machine's load falls on both; ``warmup`` untimed calls of each first. A side is a callable (its return
     value is kept: a rate it measured itself, say) or a command (an argument list, run by
     :func:`run_command` with ``options``; the value is its standard output)."""
-    if reps < 1 or warmup < 0:
-        raise ValueError(f"reps must be >= 1 and warmup >= 0, got {reps} and {warmup}")
     if len(names) != 2 or names[0] == names[1]:
         raise ValueError(f"two different side names needed, got {names}")
-    calls = [s if callable(s) else (lambda argv=tuple(s): run_command(argv, **options)) for s in (a, b)]
+    return alternate_all({names[0]: a, names[1]: b}, reps, warmup, **options)
+
+
+def alternate_all(sides: dict[str, Side], reps: int, warmup: int = 0, **options: Any) -> Alternation:
+    """:func:`alternate` over any number of named sides, in the dict's order every round."""
+    if reps < 1 or warmup < 0:
+        raise ValueError(f"reps must be >= 1 and warmup >= 0, got {reps} and {warmup}")
+    if len(sides) < 2:
+        raise ValueError(f"at least two sides needed, got {list(sides)}")
+    calls = {
+        name: s if callable(s) else (lambda argv=tuple(s): run_command(argv, **options))
+        for name, s in sides.items()
+    }
     for _ in range(warmup):
-        for call in calls:
+        for call in calls.values():
             call()
     rounds = []
     for i in range(reps):
-        for name, call in zip(names, calls, strict=True):
+        for name, call in calls.items():
             c0, t0 = cpu_seconds(), time.perf_counter()
             value = call()
             rounds.append(Round(i, name, time.perf_counter() - t0, cpu_seconds() - c0, value))
-    return Alternation(tuple(names), tuple(rounds))
+    return Alternation(tuple(calls), tuple(rounds))

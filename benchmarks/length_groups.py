@@ -18,8 +18,6 @@ import argparse
 import statistics
 import sys
 import time
-from collections.abc import Callable
-from itertools import cycle
 from pathlib import Path
 
 import numpy as np
@@ -81,13 +79,8 @@ def bench_map(name: str, args: argparse.Namespace) -> tuple[str, list[str]]:
         for b in batches[1:]:
             learner.train(b, 0, 0)
         first[g] = time.perf_counter() - t0
-
-    def stepper(learner: QLearner | PPOLearner) -> Callable[[], object]:
-        """One train step a call, on the batches in turn (both learners see the same sequence)."""
-        turn = cycle(batches)
-        return lambda: learner.train(next(turn), 0, 0)
-
-    alt = harness.alternate(stepper(learners[1]), stepper(learners[2]), args.steps, names=("1", "2"))
+    one, two = (harness.in_turn(lambda b, lr=lr: lr.train(b, 0, 0), batches) for lr in learners.values())
+    alt = harness.alternate(one, two, args.steps, names=("1", "2"))  # the batches in turn, as both saw them
     med = {g: alt.median(str(g)) * 1e3 for g in learners}
     limit = info.episode_limit
     shapes, bucket = [], learners[1].cfg.learner.time_bucket

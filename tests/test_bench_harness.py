@@ -102,3 +102,16 @@ def test_no_benchmark_writes_its_own_command_line():
             continue
         own = '"- command:' in text or "'- command:" in text
         assert not own, f"{script.name} writes its own command line; use harness.header_lines"
+
+
+def test_alternate_all_keeps_the_order_of_any_number_of_sides_and_in_turn_cycles_items():
+    seen: list[str] = []
+    sides = {name: harness.in_turn(seen.append, [f"{name}1", f"{name}2"]) for name in ("x", "y", "z")}
+    alt = harness.alternate_all(sides, reps=3)
+    assert alt.sides == ("x", "y", "z")
+    assert seen == ["x1", "y1", "z1", "x2", "y2", "z2", "x1", "y1", "z1"]  # rounds in order, items in turn
+    assert len(alt.measures("z")) == 3
+    slow = harness.alternate_all({"a": time.time, "b": time.time, "c": lambda: _spin(0.03)}, reps=1)
+    assert slow.ratio(b="c", a="b") > 1  # any two sides compared by name (wall-clock)
+    with pytest.raises(ValueError, match="at least two sides"):
+        harness.alternate_all({"a": time.time}, reps=1)
