@@ -162,6 +162,13 @@ class Alternation:
         took more)."""
         return self.median(b or self.sides[1], measure) / self.median(a or self.sides[0], measure)
 
+    def by_round(self) -> list[dict[str, Any]]:
+        """Per round ``{side: value}``, the sides in the order they ran."""
+        out: list[dict[str, Any]] = [{} for _ in range(max((r.index for r in self.rounds), default=-1) + 1)]
+        for r in self.rounds:
+            out[r.index][r.side] = r.value
+        return out
+
     def round_lines(self, cell: str = "") -> list[str]:
         """One Markdown row a round under :data:`ROUND_HEAD`: wall and CPU seconds and their ratio."""
         return [
@@ -214,8 +221,12 @@ def alternate(
     return alternate_all({names[0]: a, names[1]: b}, reps, warmup, **options)
 
 
-def alternate_all(sides: dict[str, Side], reps: int, warmup: int = 0, **options: Any) -> Alternation:
-    """:func:`alternate` over any number of named sides, in the dict's order every round."""
+def alternate_all(
+    sides: dict[str, Side], reps: int, warmup: int = 0, mirror: bool = False, **options: Any
+) -> Alternation:
+    """:func:`alternate` over any number of named sides, in the dict's order every round; ``mirror``: every
+    second round in the reverse order (``a b b a a b ...``, so a steady drift in the machine's speed falls
+    on the sides alike)."""
     if reps < 1 or warmup < 0:
         raise ValueError(f"reps must be >= 1 and warmup >= 0, got {reps} and {warmup}")
     if len(sides) < 2:
@@ -229,7 +240,8 @@ def alternate_all(sides: dict[str, Side], reps: int, warmup: int = 0, **options:
             call()
     rounds = []
     for i in range(reps):
-        for name, call in calls.items():
+        order = list(calls.items())
+        for name, call in order[::-1] if mirror and i % 2 else order:
             c0, t0 = cpu_seconds(), time.perf_counter()
             value = call()
             rounds.append(Round(i, name, time.perf_counter() - t0, cpu_seconds() - c0, value))

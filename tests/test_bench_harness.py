@@ -115,3 +115,13 @@ def test_alternate_all_keeps_the_order_of_any_number_of_sides_and_in_turn_cycles
     assert slow.ratio(b="c", a="b") > 1  # any two sides compared by name (wall-clock)
     with pytest.raises(ValueError, match="at least two sides"):
         harness.alternate_all({"a": time.time}, reps=1)
+
+
+def test_mirror_runs_every_second_round_in_reverse_and_by_round_groups_the_values():
+    order: list[str] = []
+    sides = {n: (lambda n=n: order.append(n) or n.upper()) for n in ("a", "b", "c")}
+    alt = harness.alternate_all(sides, reps=3, mirror=True)
+    assert order == ["a", "b", "c", "c", "b", "a", "a", "b", "c"]
+    rounds = alt.by_round()
+    assert [list(r) for r in rounds] == [["a", "b", "c"], ["c", "b", "a"], ["a", "b", "c"]]  # as they ran
+    assert rounds[1] == {"c": "C", "b": "B", "a": "A"}
