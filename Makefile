@@ -13,8 +13,8 @@ XDIST := $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 .PHONY: venv venv-test kernels train test test-fast test-external lint tables docs docs-serve bench bench-env bench-step torchrl-env board board-env board-stop clean
 
 # The virtual environment is (re)built whenever pyproject.toml changes: `make train` installs what training
-# needs (the `train` extra); `make test` adds the test tools, the game client, Ray, the report statistics and
-# MkDocs (tests/test_docs.py builds the manual in strict mode).
+# needs (the `train` extra); `make test` adds the test tools, the game client, Ray, the report statistics,
+# MkDocs (tests/test_docs.py builds the manual in strict mode) and imageio-ffmpeg (the MP4 replay test).
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -22,7 +22,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(VENV)/.installed
-	$(PY) -m pip install -q -e ".[train,test,sc2,ray,report,docs]"
+	$(PY) -m pip install -q -e ".[train,test,sc2,ray,report,docs,replay]"
 	$(PY) -m pip install -q --no-deps "pysc2==4.0.0"
 	touch $@
 

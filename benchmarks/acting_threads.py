@@ -23,6 +23,7 @@ import datetime
 import multiprocessing as mp
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -89,6 +90,29 @@ def _time_step(agent: NumpyRNNAgent, rows: int, inputs: int, reps: int, threads:
     return float(np.median(blocks))
 
 
+def _cell(
+    agent: NumpyRNNAgent, other: str, threads: int, rows: int, inputs: int, acts: int, reps: int
+) -> Callable[[], float]:
+    """One cell as a side of :func:`harness.alternate_all`: the step's median µs on ``threads`` BLAS threads
+    while the other core does ``other`` (its process started before and stopped after)."""
+
+    def call() -> float:
+        stop, helper = mp.Event(), None
+        if other != "idle":
+            job = (stop, other, rows, inputs, acts, threads)
+            helper = mp.Process(target=_other, args=job, daemon=True)
+            helper.start()
+            time.sleep(0.5)
+        try:
+            return _time_step(agent, rows, inputs, reps, threads)
+        finally:
+            if helper is not None:
+                stop.set()
+                helper.join()
+
+    return call
+
+
 def main(argv: list[str] | None = None) -> None:
     """Time every (map, other core, BLAS threads) cell and write a Markdown table."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -106,24 +130,11 @@ def main(argv: list[str] | None = None) -> None:
         info = map_info(name)
         n_rows, inputs, acts = args.envs * info.n_agents, input_dim(info, AgentConfig()), info.n_actions
         agent = _agent(inputs, acts, rng)
-        cells: dict[tuple[str, int], list[float]] = {}
-        for _ in range(args.rounds):
-            for other in OTHERS:
-                for threads in (1, 2):
-                    stop = mp.Event()
-                    helper = None
-                    if other != "idle":
-                        job = (stop, other, n_rows, inputs, acts, threads)
-                        helper = mp.Process(target=_other, args=job, daemon=True)
-                        helper.start()
-                        time.sleep(0.5)
-                    us = _time_step(agent, n_rows, inputs, args.reps, threads)
-                    cells.setdefault((other, threads), []).append(us)
-                    if helper is not None:
-                        stop.set()
-                        helper.join()
+        job = (n_rows, inputs, acts, args.reps)
+        cells = {f"{o} {t}": _cell(agent, o, t, *job) for o in OTHERS for t in (1, 2)}
+        alt = harness.alternate_all(cells, args.rounds)
         for other in OTHERS:
-            one, two = (float(np.median(cells[(other, t)])) for t in (1, 2))
+            one, two = (alt.median(f"{other} {t}", "value") for t in (1, 2))
             rows.append(f"| {name} | {n_rows} | {other} | {one:.0f} | {two:.0f} | {two / one:.2f}x |")
     lines = [
         f"## {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC",

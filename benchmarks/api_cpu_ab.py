@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -53,13 +52,11 @@ print(json.dumps(best * 1e6))
 """
 
 
-def _cpu_us(src: Path, cache: Path, name: str, n: int) -> float:
+def _timer(src: Path, cache: Path, name: str, n: int):  # noqa: ANN202
+    """One side of an alternation: a fresh process of ``src``; returns its best µs of CPU a call."""
     env = {**os.environ, "PYTHONPATH": str(src), "NUMBA_CACHE_DIR": str(cache)}
-    cmd = [sys.executable, "-c", _WORKER, name, str(n)]
-    out = subprocess.run(cmd, cwd=src, env=env, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"timing {name} x{n} in {src} failed:\n{out.stderr[-2000:]}")
-    return float(out.stdout.strip().splitlines()[-1])
+    argv = [sys.executable, "-c", _WORKER, name, str(n)]
+    return lambda: float(harness.run_command(argv, cwd=src, env=env).strip().splitlines()[-1])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -74,18 +71,17 @@ def main(argv: list[str] | None = None) -> None:
     run, shown = harness.start(), sys.argv[1:] if argv is None else argv
     base_rev = _rev(args.base)
     head_rev = _rev(args.head) if args.head else f"working tree ({_rev('HEAD')} + changes)"
-    rows = []
+    rows, per_round = [], []
     with tempfile.TemporaryDirectory(prefix="api_cpu_ab_") as tmp_name:
         tmp = Path(tmp_name)
         sides = {"base": _checkout(args.base, tmp), "head": _checkout(args.head, tmp) if args.head else ROOT}
         try:
             for name, n in cells:
-                got: dict[str, list[float]] = {"base": [], "head": []}
-                for _ in range(args.reps):
-                    for side, src in sides.items():
-                        got[side].append(_cpu_us(src, tmp / f"cache_{side}", name, n))
-                rows.append((name, n, statistics.median(got["base"]), statistics.median(got["head"])))
-                print(name, n, json.dumps(got), flush=True)
+                base, head = (_timer(src, tmp / f"cache_{side}", name, n) for side, src in sides.items())
+                alt = harness.alternate(base, head, args.reps, names=("base", "head"))
+                rows.append((name, n, alt.median("base", "value"), alt.median("head", "value")))
+                per_round += alt.round_lines(f"{name} x{n}")
+                print(name, n, json.dumps({s: alt.measures(s, "value") for s in alt.sides}), flush=True)
         finally:
             for src in sides.values():
                 if src != ROOT:
@@ -104,7 +100,8 @@ def main(argv: list[str] | None = None) -> None:
     ]
     for name, n, b, h in rows:
         lines.append(f"| {name} | {n} | {b:.1f} | {h:.1f} | {h - b:+.1f} | {h / b:.2f} |")
-    write_table(lines, args.out)
+    lines += ["", "Each round is one process (start, 2,000 untimed calls, five 1-second windows):", ""]
+    write_table([*lines, *harness.ROUND_HEAD, *per_round], args.out)
 
 
 if __name__ == "__main__":

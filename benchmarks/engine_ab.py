@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -57,18 +56,11 @@ def _checkout(ref: str, tmp: Path) -> Path:
     return path
 
 
-def _time(src: Path, cache: Path, name: str, n: int, seconds: float, threads: int) -> dict[str, float]:
+def _timer(src: Path, cache: Path, name: str, n: int, seconds: float, threads: int):  # noqa: ANN202
+    """One side of an alternation: a fresh process of ``src`` timing the cells; returns their rates."""
     env = {**os.environ, "PYTHONPATH": str(src), "NUMBA_CACHE_DIR": str(cache)}
-    out = subprocess.run(
-        [sys.executable, "-c", _WORKER, name, str(n), str(seconds), str(threads)],
-        cwd=src,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"timing {name} x{n} in {src} failed:\n{out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    argv = [sys.executable, "-c", _WORKER, name, str(n), str(seconds), str(threads)]
+    return lambda: json.loads(harness.run_command(argv, cwd=src, env=env).strip().splitlines()[-1])
 
 
 def write_table(lines: list[str], out: str | None) -> None:
@@ -105,16 +97,17 @@ def main(argv: list[str] | None = None) -> None:
         tmp = Path(tmp_name)
         sides = {"base": _checkout(args.base, tmp), "head": _checkout(args.head, tmp) if args.head else ROOT}
         try:
-            rows = []
+            rows, per_round = [], []
             for name in args.maps:
                 for n in args.envs:
-                    got: dict[str, list[dict[str, float]]] = {"base": [], "head": []}
-                    for _ in range(args.reps):
-                        for side, src in sides.items():
-                            cache = tmp / f"cache_{side}"
-                            got[side].append(_time(src, cache, name, n, args.seconds, args.threads))
-                    med = {s: {c: statistics.median(r[c] for r in got[s]) for c in CELLS} for s in got}
+                    base, head = (
+                        _timer(src, tmp / f"cache_{side}", name, n, args.seconds, args.threads)
+                        for side, src in sides.items()
+                    )
+                    alt = harness.alternate(base, head, args.reps, names=("base", "head"))
+                    med = {s: {c: alt.median(s, c) for c in CELLS} for s in alt.sides}
                     rows.append((name, n, med))
+                    per_round += alt.round_lines(f"{name} x{n}")
                     print(name, n, json.dumps(med), flush=True)
         finally:
             for src in sides.values():
@@ -137,7 +130,8 @@ def main(argv: list[str] | None = None) -> None:
         cells = " | ".join(f"{med[s][c]:,.0f}" for c in CELLS for s in ("base", "head"))
         ratios = " | ".join(f"{med['head'][c] / med['base'][c]:.2f}" for c in CELLS)
         lines.append(f"| {name} | {n} | {cells} | {ratios} |")
-    write_table(lines, args.out)
+    lines += ["", "Each round is one process (start, compile-cache load and the three cells):", ""]
+    write_table([*lines, *harness.ROUND_HEAD, *per_round], args.out)
 
 
 if __name__ == "__main__":

@@ -98,8 +98,15 @@ def main(argv: list[str] | None = None, command: str = "flag_ab.py") -> None:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "compiled_lengths.md"))
     args, extra = ap.parse_known_args(argv)  # the rest: overrides for both variants
     out, run = Path(args.results) / time.strftime("%Y%m%d-%H%M%S"), harness.start()
-    plan = [(seed, on) for seed in args.seeds for on in (False, True)]
-    runs = [one_run(args.script, args.map, seed, args.t_max, args.flag, on, out, extra) for seed, on in plan]
+
+    def variant(on: bool):  # noqa: ANN202  (a side of the alternation: one run a call, the seeds in turn)
+        def train(seed: int) -> dict:
+            return one_run(args.script, args.map, seed, args.t_max, args.flag, on, out, extra)
+
+        return harness.in_turn(train, args.seeds)
+
+    alt = harness.alternate(variant(False), variant(True), len(args.seeds), names=("off", "on"))
+    runs = [r.value for r in alt.rounds]  # per seed: off, then on
     lines = [
         f"\n## {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC: {args.map}, {args.script}, "
         f"{args.t_max:,} env steps",
@@ -116,6 +123,8 @@ def main(argv: list[str] | None = None, command: str = "flag_ab.py") -> None:
             f"| {r['variant']} | {r['seed']} | {r['n_lengths']} | {r['lengths']} | {r['padded']} | "
             f"{r['learner_s']:.1f} | {r['run_s']:.1f} | {r['t_env']:,} | {per_k:.0f} |"
         )
+    lines += ["", "Each round is one training run (CPU / wall: the cores it kept busy):", ""]
+    lines += [*harness.ROUND_HEAD, *alt.round_lines(args.map)]
     text = "\n".join(lines) + "\n"
     print(text)
     path = Path(args.out)

@@ -4,8 +4,9 @@
 Runs ``scripts/<--script>`` in its own process, watches the run's ``log.jsonl`` and, when ``--metric``
 (default ``test_return_mean``, the mean return of the periodic greedy evaluation episodes) reaches
 ``--target``, drops a ``stop`` file into the run folder so the run saves and exits. ``--budget-s`` does the
-same after a wall-clock budget. Appends one row per run to a Markdown table (``--out``; the header, the
-command, date and nproc are written when the file is new).
+same after a wall-clock budget. Appends one row per run to a Markdown table (``--out``; the table's head is
+written when the file is new) and, below it, the run's command, date, code, versions and machine
+(``harness.header_line``).
 
     python benchmarks/learn_baselines.py --script train_dqn.py --env gym --map CartPole-v1 --target 475
     python benchmarks/learn_baselines.py --script train_ddpg.py --env gym --map Pendulum-v1 --target -200
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import subprocess
 import sys
 import tempfile
@@ -30,6 +30,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import harness  # noqa: E402
 
 from marl.logging.plots import read_scalars  # noqa: E402  (no MindSpore import)
 
@@ -98,6 +101,7 @@ def main() -> None:
     p.add_argument("--results", default=str(Path(tempfile.gettempdir()) / "marl_bench"))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "learn_baselines.md"))
     args, overrides = p.parse_known_args()
+    run = harness.start()
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
     r = run_once(args, overrides, results)
@@ -119,9 +123,8 @@ def main() -> None:
         f"| {reached[0] if reached else '—'} | {f'{reached[1]:.0f} s' if reached else '—'} "
         f"| {r['best']:.2f} | {r['last5']:.2f} | {r['t_end']} | {r['wall']:.0f} s | {r['stopped_by']} |\n"
     )
-    cmd = f"python benchmarks/learn_baselines.py {' '.join(sys.argv[1:])}"
-    when = time.strftime("%Y-%m-%d %H:%M %Z")
-    note = f"\n- `{cmd}` — {when}, nproc {os.cpu_count()}; run folder `{r['run_dir']}`\n"
+    head_line = harness.header_line(run, __file__, sys.argv[1:], python="python")
+    note = f"\n- {head_line}; run folder `{harness.shown(r['run_dir'])}`\n"
     text = out.read_text()
     head, sep, tail = text.partition("\n\n- ")  # the table first, then the list of commands
     out.write_text(head.rstrip("\n") + "\n" + row + (("\n- " + tail.rstrip("\n")) if sep else "") + note)

@@ -79,13 +79,9 @@ def bench_map(name: str, args: argparse.Namespace) -> tuple[str, list[str]]:
         for b in batches[1:]:
             learner.train(b, 0, 0)
         first[g] = time.perf_counter() - t0
-    times: dict[int, list[float]] = {1: [], 2: []}
-    for i in range(args.steps):
-        for g, learner in learners.items():
-            t0 = time.perf_counter()
-            learner.train(batches[i % len(batches)], 0, 0)
-            times[g].append(time.perf_counter() - t0)
-    med = {g: statistics.median(v) * 1e3 for g, v in times.items()}
+    one, two = (harness.in_turn(lambda b, lr=lr: lr.train(b, 0, 0), batches) for lr in learners.values())
+    alt = harness.alternate(one, two, args.steps, names=("1", "2"))  # the batches in turn, as both saw them
+    med = {g: alt.median(str(g)) * 1e3 for g in learners}
     limit = info.episode_limit
     shapes, bucket = [], learners[1].cfg.learner.time_bucket
     for b in batches:

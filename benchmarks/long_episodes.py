@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -25,6 +24,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import harness  # noqa: E402
 
 SIZES = {  # n_agents, n_actions, obs_shape, state_shape (docs/smac.md §2)
     "3m": (3, 9, 30, 48),
@@ -110,15 +112,19 @@ def main() -> None:
     if args.one:
         print("RESULT " + json.dumps(one(args)), flush=True)
         return
-    print(
-        f"# {platform.platform()}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.1f} at start; "
-        f"sizes {args.sizes}, batch {args.batch}"
-    )
-    print(
+    import mindspore  # noqa: F401  (imported: the header lists its version; the children train with it)
+
+    run = harness.start()
+    table = [
         "| T | mode | chunk | first call: wall s | first call: CPU s | step: wall s | step: CPU s | loss "
-        "| load |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|")
+        "| load |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+
+    def row(line: str) -> None:  # progress on stderr; the whole page goes to stdout at the end
+        table.append(line)
+        print(line, file=sys.stderr, flush=True)
+
     for limit in [int(x) for x in args.limits.split(",")]:
         for mode in args.modes.split(","):
             cmd = [
@@ -157,21 +163,18 @@ def main() -> None:
                         f"{r['loss']:.5f}",
                         r["load"],
                     ]
-                    print("| " + " | ".join(str(x) for x in cells) + " |", flush=True)
+                    row("| " + " | ".join(str(x) for x in cells) + " |")
                 else:
                     err = out.stderr.strip().splitlines() or ["?"]
                     msg = next((ln for ln in reversed(err) if "Error" in ln), err[-1])[:160]
-                    print(
+                    row(
                         f"| {limit + 1} | {mode} | | failed after {time.perf_counter() - t0:.0f} s | | | | "
-                        f"| rc {out.returncode}: {msg} |",
-                        flush=True,
+                        f"| rc {out.returncode}: {msg} |"
                     )
             except subprocess.TimeoutExpired:
-                print(
-                    f"| {limit + 1} | {mode} | | > {args.timeout:.0f} s (killed) | | | | | timeout |",
-                    flush=True,
-                )
-    print(f"# load {os.getloadavg()[0]:.1f} at end")
+                row(f"| {limit + 1} | {mode} | | > {args.timeout:.0f} s (killed) | | | | | timeout |")
+    head = harness.header_lines(run, __file__, sys.argv[1:])
+    print("\n".join([*head, f"- sizes {args.sizes}, batch {args.batch}", "", *table]))
 
 
 if __name__ == "__main__":

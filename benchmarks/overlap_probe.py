@@ -11,7 +11,6 @@ GIL, the cores, the caches), not a different trajectory. Run one process per Min
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import threading
@@ -22,6 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import harness  # noqa: E402
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -29,6 +30,7 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=60, help="train calls per phase")
     ap.add_argument("--switch-ms", type=float, default=0.0, help="sys.setswitchinterval (0: Python's 5 ms)")
     args, overrides = ap.parse_known_args()
+    run = harness.start()
     from qmix_workload import synthetic_batch
 
     from marl.config import load_config
@@ -72,14 +74,14 @@ def main() -> None:
     runner.close()
     trainer.lock.release()
     act_beside = elapsed / max(played[0], 1)
-    load = os.getloadavg()
+    print("\n".join([*harness.header_lines(run, __file__, sys.argv[1:], python="python"), ""]))
     print(
         "| map | overrides | GIL switch ms | train ms alone | train ms beside acting | ratio "
-        "| acting ms a round alone | beside learning | 1-min load |\n"
+        "| acting ms a round alone | beside learning |\n|---|---|---|---|---|---|---|---|\n"
         f"| {args.map} | {' '.join(overrides) or 'defaults'} | {sys.getswitchinterval() * 1000:g} | "
         f"{1000 * alone / args.calls:.1f} | "
         f"{1000 * beside / args.calls:.1f} | {beside / alone:.2f}x | {1000 * act_alone:.1f} | "
-        f"{1000 * act_beside:.1f} | {load[0]:.2f} |"
+        f"{1000 * act_beside:.1f} |"
     )
 
 

@@ -120,11 +120,7 @@ def paired_cell(
         "smax_step": lambda: server.rate("step", seconds),
         "smax_scan": lambda: server.rate("scan", seconds),
     }
-    out = []
-    for r in range(rounds):
-        order = SIDES if r % 2 == 0 else SIDES[::-1]
-        out.append({side: timers[side]() for side in order})
-    return out
+    return harness.alternate_all(timers, rounds, mirror=True).by_round()  # SIDES, then reversed, ...
 
 
 def report(cells: list[tuple], args: argparse.Namespace, head: dict, run: harness.Run) -> str:

@@ -29,21 +29,20 @@ same size (``smacv2_throughput.py`` says what each side runs).
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import harness
 import numpy as np
 
 from marl.envs.smac.smacv2.scenarios import SCENARIOS, is_scenario
 from marl.envs.smac.threads import resolve_threads
-from marl.provenance import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_PY = ROOT / ".venv-bench" / "bin" / "python"
@@ -51,11 +50,6 @@ MAPS = ("3m", "8m", "27m_vs_30m")
 N_ENVS = (1, 64)
 
 SMAX_WORKER = ROOT / "benchmarks" / "smax_worker.py"  # runs in .venv-bench (jax needs numpy 2)
-
-
-def fmt_load(load: Sequence[float]) -> str:
-    """A load average (1/5/15 min) as the results pages write it: "0.92 / 1.04 / 1.29"."""
-    return " / ".join(f"{x:.2f}" for x in load)
 
 
 def _random_actions(eng, rs: np.random.Generator, sample_available) -> np.ndarray:
@@ -219,7 +213,7 @@ def bench_smax(name: str, n_envs: int, seconds: float) -> dict | None:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=5.0, help="timed seconds per cell")
     ap.add_argument("--maps", nargs="+", default=list(MAPS))
@@ -233,17 +227,18 @@ def main() -> None:
     ap.add_argument(
         "--smacv2", action="store_true", help="SMACv2 scenarios (default protoss_10_vs_10) vs SMAX"
     )
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    run, shown = harness.start(), sys.argv[1:] if argv is None else argv
     results = ROOT / "benchmarks" / "results"
     if args.smacv2:
         from smacv2_throughput import SMACV2_OUT, smacv2_main
 
         maps = args.maps if args.maps != list(MAPS) else ["protoss_10_vs_10"]
-        return smacv2_main(maps, args.envs, args.seconds, args.threads, args.out or results / SMACV2_OUT)
+        out = args.out or results / SMACV2_OUT
+        return smacv2_main(maps, args.envs, args.seconds, args.threads, out, (run, shown))
     args.out = args.out or str(results / "sim_throughput.md")
     cold = cold_compile_seconds()
     print(f"cold Numba compile: {cold:.1f} s", flush=True)
-    load_start = os.getloadavg()
     rows = []
     for name in args.maps:
         for n in args.envs:
@@ -264,19 +259,15 @@ def main() -> None:
                 f"SMAX {s} (load {load0:.1f} -> {load1:.1f})",
                 flush=True,
             )
-    load_end = os.getloadavg()
     peer = next((r[7] for r in rows if r[7]), None)
     versions = f"jax {peer['jax']}, jaxmarl {peer['jaxmarl']}" if peer else "SMAX not run"
 
     lines = [
         "# Our SMAC env vs JaxMARL SMAX: env steps per second",
         "",
-        f"- command: `{' '.join([Path(sys.executable).name] + sys.argv)}`",
-        f"- date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
+        *harness.header_lines(run, __file__, shown),
         f"- peer versions ({BENCH_PY.parent.parent.name}): {versions}",
-        f"- machine: {cpu_model()}; nproc: {os.cpu_count()}; timed {args.seconds}s per cell and side; "
-        "random available actions; finished envs reset",
-        f"- load average (1/5/15 min) before: {fmt_load(load_start)}; after: {fmt_load(load_end)}",
+        f"- timed {args.seconds}s per cell and side; random available actions; finished envs reset",
         f"- our cold Numba compile (empty cache, import + reset + first full step of 3m): {cold:.1f} s; "
         "later processes load the on-disk cache",
         "- **full** = `BatchedStarCraft2Env.step` with obs + state + avail + reward + end for every env "

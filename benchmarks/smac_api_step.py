@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -55,14 +54,12 @@ def measure(name: str, steps: int, blocks: int) -> dict:
     players = {fused: Player(name, fused) for fused in (True, False)}
     for p in players.values():
         p.block(max(steps // 4, 10))  # warm-up: compiled kernels loaded, first episodes played
-    times: dict[bool, list[float]] = {True: [], False: []}
-    for _ in range(blocks):
-        for fused, p in players.items():
-            times[fused].append(p.block(steps))
+    fused, reference = (lambda p=p: p.block(steps) for p in players.values())
+    alt = harness.alternate(fused, reference, blocks, names=("fused", "reference"))
     games = {f: p.env.get_stats()["battles_game"] for f, p in players.items()}
     assert games[True] == games[False], f"the two paths played different episodes: {games}"
-    sps = {f: steps / statistics.median(t) for f, t in times.items()}
-    return {"map": name, "fused": sps[True], "reference": sps[False], "episodes": games[True]}
+    sps = {side: steps / alt.median(side, "value") for side in alt.sides}
+    return {"map": name, **sps, "episodes": games[True]}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -13,13 +13,12 @@ allies), run by ``sim_throughput.py``'s SMAX worker in ``.venv-bench``.
 
 from __future__ import annotations
 
-import datetime
 import os
-import sys
 from pathlib import Path
 
+import harness
 import numpy as np
-from sim_throughput import BENCH_PY, bench_full, bench_smax, fmt_load, smax_scenario, steady_rate
+from sim_throughput import BENCH_PY, bench_full, bench_smax, smax_scenario, steady_rate
 
 from marl.envs.smac.threads import resolve_threads
 
@@ -47,9 +46,23 @@ def bench_rows(name: str, n_envs: int, seconds: float) -> dict:
 SMACV2_OUT = "sim_throughput_smacv2.md"
 
 
-def smacv2_main(maps: list[str], n_envs: list[int], seconds: float, threads: int, out: str | Path) -> None:
-    """Time SMACv2 scenarios (batched, 1 thread, per-row) and SMAX's same-size scenario; write ``out``."""
-    load_start, rows = os.getloadavg(), []
+def smacv2_main(
+    maps: list[str],
+    n_envs: list[int],
+    seconds: float,
+    threads: int,
+    out: str | Path,
+    started: tuple[harness.Run, list[str]] | None = None,
+) -> None:
+    """Time SMACv2 scenarios (batched, 1 thread, per-row) and SMAX's same-size scenario; write ``out``.
+    ``started``: the run's start and command-line arguments (``sim_throughput.py --smacv2``); by default
+    now and the arguments of the equivalent command."""
+    run, shown = started or (
+        harness.start(),
+        ["--smacv2", "--maps", *maps, "--envs", *map(str, n_envs), "--seconds", f"{seconds:g}",
+         "--threads", str(threads), "--out", str(out)],
+    )  # fmt: skip
+    rows = []
     for name in maps:
         for n in n_envs:
             load0 = os.getloadavg()[0]
@@ -66,12 +79,10 @@ def smacv2_main(maps: list[str], n_envs: list[int], seconds: float, threads: int
     lines = [
         "# SMACv2 scenarios: our batched env vs JaxMARL SMAX's SMACv2-style scenario, env steps per second",
         "",
-        f"- command: `{' '.join([Path(sys.executable).name] + sys.argv)}`",
-        f"- date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
+        *harness.header_lines(run, "sim_throughput.py", shown),
         f"- peer versions ({BENCH_PY.parent.parent.name}): {versions}",
-        f"- nproc: {os.cpu_count()}; timed {seconds}s per cell and side; random available actions; ended "
-        "envs reset (ours draw a new team and start positions at every reset)",
-        f"- load average (1/5/15 min) before: {fmt_load(load_start)}; after: {fmt_load(os.getloadavg())}",
+        f"- timed {seconds}s per cell and side; random available actions; ended envs reset (ours draw a new "
+        "team and start positions at every reset)",
         "- **batched** = `BatchedSMACv2Env.step` (engine + SMACv2's obs with EPO, state, avail, reward, "
         f"end) on `threads={threads}` ({resolve_threads(threads)} threads); **1t** = one thread; "
         "**per-row** = one `SMACv2Env` per env stepped in turn (the trainer's path before the batched one)",

@@ -13,7 +13,6 @@ Steps alternate between lengths and frameworks in blocks, so all see the same ma
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -65,22 +64,17 @@ def main() -> None:
         }
     except ImportError:
         torch_step = None
-    ms_t: dict[int, list[float]] = {n: [] for n in LONGEST}
-    th_t: dict[int, list[float]] = {n: [] for n in LONGEST}
-    for i in range(args.steps):
-        for n in LONGEST:
-            t0 = time.perf_counter()
-            learner.train(batches[n][i % 2], 0, 0)
-            ms_t[n].append(time.perf_counter() - t0)
-            if torch_step is not None:
-                t0 = time.perf_counter()
-                torch_step(*cut[n][i % 2])
-                th_t[n].append(time.perf_counter() - t0)
+    sides = {}
+    for n in LONGEST:  # each step of a side on its two batches in turn
+        sides[f"ms {n}"] = harness.in_turn(lambda b: learner.train(b, 0, 0), batches[n])
+        if torch_step is not None:
+            sides[f"torch {n}"] = harness.in_turn(lambda arrays: torch_step(*arrays), cut[n])
+    alt = harness.alternate_all(sides, args.steps)
     rows = []
     for n in LONGEST:
         slots = learner.train_slots(batches[n][0]["filled"])
-        ms_ms = statistics.median(ms_t[n]) * 1e3
-        th_ms = statistics.median(th_t[n]) * 1e3 if th_t[n] else float("nan")
+        ms_ms = alt.median(f"ms {n}") * 1e3
+        th_ms = alt.median(f"torch {n}") * 1e3 if torch_step is not None else float("nan")
         ratio = ms_ms / th_ms
         rows.append(f"| {n} | {slots} | {ms_ms:.0f} | {th_ms:.0f} | {ratio:.2f}x | {compile_s[n]:.1f} |")
     md = [

@@ -15,11 +15,11 @@ in each batch) to ``benchmarks/results/torchrl_mappo.md``.
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
+import sys
 import time
 from pathlib import Path
 
+import harness
 import torch
 from tensordict.nn import TensorDictModule
 from torch import nn
@@ -42,7 +42,7 @@ def make_env(map_name: str, seed: int) -> PettingZooWrapper:
     )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--map", default="3m")
     ap.add_argument("--seed", type=int, default=0)
@@ -50,7 +50,8 @@ def main() -> None:
     ap.add_argument("--budget-s", type=float, default=1200.0, help="stop after this wall-clock")
     ap.add_argument("--batch", type=int, default=2000, help="env steps per PPO iteration")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "torchrl_mappo.md"))
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    run, shown = harness.start(), sys.argv[1:] if argv is None else argv
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     env = make_env(args.map, args.seed)
@@ -118,14 +119,18 @@ def main() -> None:
         if elapsed > args.budget_s:
             break
     collector.shutdown()
-    write(args, rows)
+    write(args, rows, run, shown)
 
 
-def write(args: argparse.Namespace, rows: list[tuple[int, int, float, int, float]]) -> None:
-    """Append this run to the results file (header on a new file)."""
-    import tensordict
-    import torchrl
-
+def write(
+    args: argparse.Namespace,
+    rows: list[tuple[int, int, float, int, float]],
+    run: harness.Run,
+    shown: list[str],
+) -> None:
+    """Append this run to the results file (title on a new file), with the shared header (``run``: its
+    start, ``shown``: its command-line arguments); the header's versions name torch, torchrl and tensordict
+    (imported above)."""
     out = Path(args.out)
     new = not out.exists()
     lines = []
@@ -134,12 +139,8 @@ def write(args: argparse.Namespace, rows: list[tuple[int, int, float, int, float
     lines += [
         f"## {args.map}, seed {args.seed}",
         "",
-        f"- command: `python benchmarks/torchrl_mappo.py --map {args.map} --seed {args.seed} "
-        f"--frames {args.frames} --budget-s {args.budget_s:g} --batch {args.batch}`",
-        f"- date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}; "
-        f"nproc {os.cpu_count()}; load average at the end {' / '.join(f'{x:.2f}' for x in os.getloadavg())}",
-        f"- torch {torch.__version__}, torchrl {torchrl.__version__}, tensordict {tensordict.__version__}; "
-        "no MindSpore in this venv",
+        *harness.header_lines(run, __file__, shown, python=".venv-torchrl/bin/python"),
+        "- no MindSpore in this venv (the engine-only install)",
         "- win rate = battles won among the episodes that ended in that batch (stochastic policy)",
         "",
         "| env steps | episodes | win rate (batch) | episodes ended | wall-clock s |",

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +24,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import harness  # noqa: E402
 
 GIB = 2**30
 
@@ -83,21 +83,14 @@ def main() -> None:
     if args.one is not None:
         print("RESULT " + json.dumps(one(args.alg, args.map, args.one, args.first_len)), flush=True)
         return
-    cmd = " ".join(["python", "benchmarks/update_memory.py", *sys.argv[1:]])
-    print(f"- command: `{cmd}`")
-    print(f"- date: {datetime.now(timezone.utc).isoformat(timespec='seconds')}")
-    from importlib.metadata import version
+    import mindspore  # noqa: F401  (imported: the header lists its version; the children train with it)
 
-    from marl.provenance import code_version, cpu_model
-
-    print(f"- code: {code_version()}; mindspore {version('mindspore')}")
-    print(f"- machine: {cpu_model()}; nproc {os.cpu_count()}")
-    print(f"- load average before: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
-    print(
+    run = harness.start()
+    table = [
         "| alg | map | update_rows | agents x batch x slots | first update: max len, peak, kept GiB | "
-        "check's estimate GiB | full-length update: measured GiB beyond the first, process peak GiB, s |"
-    )
-    print("|---|---|---|---|---|---|---|")
+        "check's estimate GiB | full-length update: measured GiB beyond the first, process peak GiB, s |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for rows in [int(x) for x in args.rows.split(",")]:
         argv = [
             sys.executable,
@@ -113,20 +106,18 @@ def main() -> None:
         res = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
         if not res:
             err = (out.stderr.strip().splitlines() or ["?"])[-1][:160]
-            print(
-                f"| {args.alg} | {args.map} | {rows} | failed (rc {out.returncode}): {err} | | | |",
-                flush=True,
-            )
+            table.append(f"| {args.alg} | {args.map} | {rows} | failed (rc {out.returncode}): {err} | | | |")
+            print(table[-1], file=sys.stderr, flush=True)
             continue
         r = json.loads(res[-1][len("RESULT ") :])
-        print(
+        table.append(
             f"| {args.alg} | {args.map} | {rows} | {r['agents']} x {r['batch']} x {r['slots']} | "
             f"{r['first_max_len']}, {r['first_peak_gib']:.2f}, {r['first_kept_gib']:.2f} | "
             f"{r['estimate_gib']:.2f} | {r['measured_gib']:.2f}, {r['peak_total_gib']:.2f}, "
-            f"{r['full_s']:.0f} |",
-            flush=True,
+            f"{r['full_s']:.0f} |"
         )
-    print(f"\n- load average after: {' / '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print(table[-1], file=sys.stderr, flush=True)  # progress; the whole page goes to stdout at the end
+    print("\n".join([*harness.header_lines(run, __file__, sys.argv[1:]), "", *table]))
 
 
 if __name__ == "__main__":

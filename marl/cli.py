@@ -87,11 +87,24 @@ def evaluate_main(argv: Sequence[str] | None = None, prog: str = "evaluate.py") 
     p.add_argument("--seed", type=int, default=12345, help="env seed")
     p.add_argument("--save-replay", action="store_true", help="save a replay of the last episode of env 0")
     p.add_argument(
+        "--replay-format",
+        choices=("gif", "mp4"),
+        default=None,
+        help="the replay's file format on the embedded engine (implies --save-replay; default gif; mp4 needs "
+        "the 'replay' extra: imageio-ffmpeg)",
+    )
+    p.add_argument(
         "--device", default=None, help="MindSpore device: cpu | gpu | ascend (default: as trained)"
     )
     args = p.parse_args(argv)
     if args.episodes < 1 or args.envs < 1:
         p.error("--episodes and --envs must be >= 1")
+    if args.replay_format:
+        from marl.envs.smac.render import replay_format_error
+
+        if (reason := replay_format_error(args.replay_format)) is not None:
+            p.error(reason)  # before the evaluation, not after its episodes
+        args.save_replay = True
 
     path = Path(args.checkpoint)
     try:  # a run folder: its newest intact checkpoint; a checkpoint folder: exactly that one
@@ -114,6 +127,7 @@ def evaluate_main(argv: Sequence[str] | None = None, prog: str = "evaluate.py") 
             args.backend,
             args.save_replay,
             device=args.device,
+            replay_format=args.replay_format or "gif",
         )
     except ValueError as err:  # the environment does not fit the checkpoint
         p.error(str(err))

@@ -28,13 +28,15 @@ def evaluate_payload(
     backend: str | None = None,
     save_replay: bool = False,
     device: str | None = None,
+    replay_format: str = "gif",
 ) -> tuple[dict[str, Any], str | None]:
     """Play ``episodes`` greedy episodes with a loaded checkpoint (:func:`marl.checkpoint.load`).
 
     Returns ``({"episodes", "win_rate", "return_mean", "ep_length_mean", "won", "returns"}, replay path or
     None)``; ``won`` and ``returns`` list every episode; ``engine`` is the env's engine record (version and
     resolved backend) where it has a versioned engine. Raises ``ValueError`` when the environment's sizes
-    differ from those the checkpoint was trained on.
+    differ from those the checkpoint was trained on. ``replay_format`` (``gif`` or ``mp4``) is the file format
+    of the replay that ``save_replay`` writes on the embedded engine.
     """
     from marl.utils import ms as msu
 
@@ -76,7 +78,7 @@ def evaluate_payload(
         for _ in range(math.ceil(episodes / n_envs)):
             _, s = runner.run(t_env=0, test_mode=True)
             stats.extend(s)
-        replay = runner.call(0, "save_replay") if save_replay else None
+        replay = runner.call(0, "save_replay", replay_format) if save_replay else None
     finally:
         runner.close()
     won = [bool(w) for w in stats.won[:episodes]]

@@ -13,7 +13,7 @@ def test_replay_of_the_previous_episode_draws_its_own_team(tmp_path, monkeypatch
 
     drawn: list[tuple[str, ...]] = []
     monkeypatch.setattr(env_mod, "episode_frames", lambda spec, *a, **k: drawn.append(spec.ally_types) or [])
-    monkeypatch.setattr(env_mod, "save_gif", lambda images, path: path)
+    monkeypatch.setattr(env_mod, "save_frames", lambda images, path: path)
     env = SMACv2Env("terran_5_vs_5", seed=1, replay_dir=str(tmp_path))
     env.reset()
     rng = np.random.default_rng(0)

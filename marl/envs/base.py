@@ -152,6 +152,7 @@ class MultiAgentEnv(abc.ABC):
         """Render the current frame (RGB array) where supported."""
         return None
 
-    def save_replay(self) -> str | None:
-        """Save a replay of the last episode where supported; returns its path."""
+    def save_replay(self, replay_format: str = "gif") -> str | None:
+        """Save a replay of the last episode where supported (``replay_format``: ``gif`` or ``mp4`` where the
+        env draws its own frames); returns its path."""
         return None

@@ -17,7 +17,7 @@ from marl.envs.base import MultiAgentEnv, check_agent_id
 from marl.envs.smac.env_fused import FusedPath, FusedSingle, frame_table
 from marl.envs.smac.features import N_ACTIONS_NO_ATTACK, RUNNING, SmacFeatures, SmacOptions, Units, max_reward
 from marl.envs.smac.maps import load_map
-from marl.envs.smac.render import episode_frames, outcome, render_frame, save_gif
+from marl.envs.smac.render import episode_frames, outcome, render_frame, replay_format_error, save_frames
 from marl.envs.smac.sc2 import EpisodeAborted, resolve_backend
 from marl.envs.smac.types import MapSpec, UnitTable
 from marl.envs.smac.version import ENGINE_VERSION, engine_record
@@ -421,18 +421,21 @@ class StarCraft2Env(FusedPath, MultiAgentEnv):
         step = max(0, len(self._frames) - 1)
         return render_frame(self.spec, table, last, medivac_heals=True, step=step, result=result)
 
-    def save_replay(self) -> str:
+    def save_replay(self, replay_format: str = "gif") -> str:
         """Save a replay and return its path: on the real game SC2's ``.SC2Replay`` of everything since
-        launch; on the embedded engine the last finished episode (or the one running) as an animated GIF."""
+        launch; on the embedded engine the last finished episode (or the one running) as an animated GIF or,
+        with ``replay_format="mp4"``, an MP4 video (``ValueError`` when imageio-ffmpeg is missing)."""
         if hasattr(self._engine, "save_replay"):
             return self._engine.save_replay(self.replay_dir, self.replay_prefix)
+        if (reason := replay_format_error(replay_format)) is not None:
+            raise ValueError(reason)
         ended = self._terminated or bool(self._last_frames)
         frames = self._frames if (self._terminated or not self._last_frames) else self._last_frames
         tables = [frame_table(t) for t, _ in frames]
         images = episode_frames(self.spec, tables, [a for _, a in frames], ended, self.episode_limit)
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        path = self.replay_dir / f"{self.replay_prefix}_{stamp}_{self._episode_count}.gif"
-        return str(save_gif(images, path))
+        path = self.replay_dir / f"{self.replay_prefix}_{stamp}_{self._episode_count}.{replay_format}"
+        return str(save_frames(images, path))
 
     def close(self) -> None:
         """Release the engine (quitting the game on the real-game backend) and the stored frames."""

@@ -1,5 +1,5 @@
-"""A small Pillow top-down renderer for SMAC unit tables (``render()``, ``render_mode="rgb_array"`` and GIF
-replays).
+"""A small Pillow top-down renderer for SMAC unit tables (``render()``, ``render_mode="rgb_array"`` and the
+replays, GIF or MP4: :func:`save_frames`).
 
 A frame is framed on the fight: the view is the bounding box of the living units with a margin, made square
 and kept inside the map (a replay keeps one view for the whole episode, the box of every frame, so the camera
@@ -10,6 +10,7 @@ alive on each side and, on an episode's last frame, its outcome.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -184,3 +185,51 @@ def save_gif(frames: Sequence[np.ndarray], path: str | Path, fps: float = 8.0) -
     images = [Image.fromarray(f) for f in frames]
     images[0].save(path, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
     return path
+
+
+REPLAY_FORMATS = ("gif", "mp4")
+MP4_NEEDS = "MP4 replays need imageio-ffmpeg, the 'replay' extra: pip install 'marl[replay]'"
+
+
+def replay_format_error(replay_format: str) -> str | None:
+    """Why ``replay_format`` cannot be written here (one line), or None when it can: one of
+    :data:`REPLAY_FORMATS`, and for ``mp4`` the ``imageio-ffmpeg`` package installed."""
+    if replay_format not in REPLAY_FORMATS:
+        return f"replay format {replay_format!r} is not one of {', '.join(REPLAY_FORMATS)}"
+    if replay_format == "mp4" and importlib.util.find_spec("imageio_ffmpeg") is None:
+        return f"{MP4_NEEDS} (or save a GIF)"
+    return None
+
+
+def save_mp4(frames: Sequence[np.ndarray], path: str | Path, fps: float = 8.0) -> Path:
+    """Write RGB frames as an H.264 MP4 (yuv420p: plays in browsers and common players) with the ffmpeg
+    that ``imageio-ffmpeg`` ships; returns the path. Without that package: ``ValueError`` saying so."""
+    if not frames:
+        raise ValueError("no frames to save: run at least reset() before save_replay()")
+    if (reason := replay_format_error("mp4")) is not None:
+        raise ValueError(reason)
+    import imageio_ffmpeg
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    height, width = frames[0].shape[:2]
+    writer = imageio_ffmpeg.write_frames(
+        str(path), (width, height), fps=fps, codec="libx264", pix_fmt_out="yuv420p", macro_block_size=16
+    )
+    writer.send(None)  # starts ffmpeg
+    try:
+        for frame in frames:
+            writer.send(np.ascontiguousarray(frame, dtype=np.uint8))
+    finally:
+        writer.close()
+    return path
+
+
+def save_frames(frames: Sequence[np.ndarray], path: str | Path, fps: float = 8.0) -> Path:
+    """Write a replay's frames in the format the path's suffix names (``.gif`` or ``.mp4``)."""
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix == "mp4":
+        return save_mp4(frames, path, fps)
+    if suffix == "gif":
+        return save_gif(frames, path, fps)
+    raise ValueError(f"a replay file ends in .gif or .mp4, not {Path(path).name!r}")

@@ -290,14 +290,14 @@ class SMACv2Env(StarCraft2Env):
         self._observer.turn(acts)
         return engine_actions(acts[None], self._true_avail[None], self.v2.n_fov)[0]
 
-    def save_replay(self) -> str:
+    def save_replay(self, replay_format: str = "gif") -> str:
         """As :meth:`StarCraft2Env.save_replay`, drawing the previous episode with its own team."""
         if self._terminated or not self._last_frames:
-            return super().save_replay()
+            return super().save_replay(replay_format)
         current = self.spec
         self.spec = self._prev_spec
         try:
-            return super().save_replay()
+            return super().save_replay(replay_format)
         finally:
             self.spec = current
 
