@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -30,6 +29,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+import harness  # noqa: E402
 
 from marl.report.paper_runs import (  # noqa: E402
     CHECKPOINTS,
@@ -201,10 +202,8 @@ def report(records_dir: Path, out: Path, data: Path, allow_mixed: bool = False) 
     lines = [
         f"# The engine's learning curves over the SMAC paper's runs on StarCraft II {version}",
         "",
-        f"- command: `python benchmarks/real_game_curves.py {' '.join(sys.argv[1:])}`".replace(
-            str(ROOT) + "/", ""
-        ),
-        f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; the runs: {made_on(groups)}",
+        *harness.header_lines(harness.start(), __file__, sys.argv[1:]),
+        f"- the runs: {made_on(groups)}",
         "",
         f"Engine: {', '.join(engines)}. Records: `{where}`; "
         "the game's runs: `benchmarks/smac_paper_runs.json` (source in the file). A checkpoint's value is a "
