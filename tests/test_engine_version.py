@@ -37,6 +37,16 @@ FINGERPRINTS = {
         "protoss_5_vs_5/1": "579f22fa6018e67a",
         "all": "6b90ce0f87e402024f8946aa0cf877d444af7603c078fc005de8c620a1d52621",
     },
+    "0.9.2": {
+        "3m/0": "811d1b31e43bb3b7",
+        "3m/1": "0edd4485c2e98edd",
+        "2s3z/0": "2b79c3d3d2b4a0b5",
+        "2c_vs_64zg/0": "214cc6aa658987a8",
+        "bane_vs_bane/0": "486b25a698e17c4f",
+        "protoss_5_vs_5/0": "7ceda75044f36a9c",
+        "protoss_5_vs_5/1": "579f22fa6018e67a",
+        "all": "850ad39f5b73f716405fa8db71cd08e863931986494c15db2994fc6412f8f9b4",
+    },
 }
 
 

@@ -165,6 +165,8 @@ def test_rule_constants_are_the_tables():
     assert U.ENERGY_REGEN == RULES["energy_regen_per_s"]["value"] * per_loop
     assert U.CONTACT == RULES["contact_factor"]["value"]
     assert U.SLIDE == RULES["contact_slide"]["value"]
+    assert U.CALL_FOR_HELP_RADIUS == RULES["call_for_help_radius"]["value"]
+    assert U.CALL_FOR_HELP_LOOPS == RULES["call_for_help_period_s"]["value"] / per_loop
     assert all(r.get("source") for r in RULES.values())
     assert all(row.get("source") for row in DATA.values())
 

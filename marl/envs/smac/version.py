@@ -21,7 +21,7 @@ from typing import Any
 
 from marl.provenance import engine_label  # noqa: F401 (the label of a record, re-exported)
 
-ENGINE_VERSION = "0.9.1"
+ENGINE_VERSION = "0.9.2"
 SMACV2_GENERATOR_VERSION = "0.9.0"
 
 # StarCraft II builds (the Versions/Base<build> folder) and their game versions, from pysc2's

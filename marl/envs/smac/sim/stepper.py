@@ -13,7 +13,7 @@ from marl.envs.smac.sim.kernel import (
     _regen,
 )
 from marl.envs.smac.sim.physics import can_hit, rand_int, rand_uniform, walkable
-from marl.envs.smac.sim.targeting import _enemy_act
+from marl.envs.smac.sim.targeting import _call_for_help, _enemy_act
 from marl.envs.smac.sim.units import (
     AIR,
     AMOVE,
@@ -175,14 +175,18 @@ def _update_unit(e, i, na, props, utype, grid, nav, S, rng, last):
 
 @engine_jit
 def _loop(e, na, props, utype, grid, nav, S, rng, buf, idx, perm, last):
-    """One game loop of env ``e``: every unit in a fresh random order, then the push (scratch: buf, idx,
-    perm); ``last``: the step's last loop (``kernel._regen``)."""
+    """One game loop of env ``e``: every unit in a fresh random order, then the calls for help
+    (``targeting._call_for_help``) and the push (scratch: buf, idx, perm); ``last``: the step's last loop
+    (``kernel._regen``)."""
     u = S.shape[1]
+    for k in range(u):  # health + shields at the loop's start, for the calls for help (buf is scratch)
+        buf[k, 0] = S[e, k, S_HP] + S[e, k, S_SH]
     _shuffle(e, u, rng, perm)
     for k in range(u):
         i = perm[k]
         if _update_unit(e, i, na, props, utype, grid, nav, S, rng, last):
             _enemy_act(e, i, na, props, utype, grid, nav, S, rng)
+    _call_for_help(e, na, props, utype, S, buf[:, 0])
     _push(e, props, utype, grid, S, rng, buf, idx)
 
 

@@ -17,14 +17,18 @@ from marl.envs.smac.sim.units import (
     ACQUIRE,
     AMOVE,
     ATTACK,
+    CALL_FOR_HELP_LOOPS,
+    CALL_FOR_HELP_RADIUS,
     HEALER,
     IDLE,
     RANGE,
+    S_CFH,
     S_HP,
     S_LA,
     S_OK,
     S_OX,
     S_OY,
+    S_SH,
     S_SINCE,
     S_TGT,
     S_WU,
@@ -173,3 +177,33 @@ def _enemy_act(e, i, na, props, utype, grid, nav, S, rng):
         _attack(e, i, t, na, props, utype, grid, nav, S, rng)
     elif S[e, i, S_OK] == AMOVE:
         step_toward(e, i, S[e, i, S_OX], S[e, i, S_OY], props[utype[i], SPEED], S, props, utype, grid, nav)
+
+
+@engine_jit
+def _call_for_help(e, na, props, utype, S, hp0):
+    """Call for help, after a loop's updates: every enemy that lost health or shields in the loop
+    (``hp0[k]``: unit k's health + shields at its start) calls, unless it called less than
+    ``CALL_FOR_HELP_LOOPS`` ago, the other living enemies within ``CALL_FOR_HELP_RADIUS`` of it (centre to
+    centre) that have no target and can hit its attacker: each takes that ally as its last attacker, which
+    it walks to while nothing is in its own scan range (:func:`_acquire`) and attacks once in range.
+
+    X: every weapon's damage effect calls for help (Core EffectData, ``DU_WEAP``: SearchFlags CallForHelp)
+    within the game's ``CallForHelpRadius`` 4, once per ``CallForHelpPeriod`` 2 s (Core GameData). Who
+    answers and how is our reading. Allies (SMAC's copies: acquire level Passive) neither call nor answer.
+    """
+    u = S.shape[1]
+    for v in range(na, u):
+        if S[e, v, S_CFH] > 0.0:
+            S[e, v, S_CFH] -= 1.0
+            continue
+        if hp0[v] <= 0.0 or S[e, v, S_HP] + S[e, v, S_SH] >= hp0[v]:
+            continue
+        att = int(S[e, v, S_LA])
+        if not (0 <= att < na and S[e, att, S_HP] > 0.0):
+            continue
+        S[e, v, S_CFH] = CALL_FOR_HELP_LOOPS
+        for j in range(na, u):
+            if j == v or S[e, j, S_HP] <= 0.0 or S[e, j, S_TGT] >= 0.0:
+                continue
+            if can_hit(props, utype, j, att) and dist(e, j, v, S) <= CALL_FOR_HELP_RADIUS:
+                S[e, j, S_LA] = att

@@ -106,9 +106,10 @@ N_PROPS = 28
 #   for a weapon whose effect lands later (EFFECT_DELAY > 0, the colossus's sweeps), loops left until it lands
 # S_RC: a weapon that came ready in a step's last loop, kept for the next step: its cooldown as of that step's
 #   first loop (negative: the loops since it came ready), 0 otherwise (kernel._regen)
+# S_CFH: loops until this enemy may call for help again (targeting._call_for_help)
 S_X, S_Y, S_HP, S_SH, S_EN, S_CD, S_SINCE, S_OK, S_TGT, S_OX, S_OY, S_LA, S_HT = range(13)
-S_WU, S_WT, S_ML, S_MT, S_RC = range(13, 18)
-N_STATE = 18
+S_WU, S_WT, S_ML, S_MT, S_RC, S_CFH = range(13, 19)
+N_STATE = 19
 
 # order kinds (column S_OK; what each does: kernel)
 IDLE, MOVE, ATTACK, HEAL, AMOVE = 0, 1, 2, 3, 4
@@ -148,6 +149,11 @@ CONTACT = 0.918
 # had them 0-0.8 ahead, stopped ones in all; SLIDE is fitted to the walker's loss there (3.8 loops of its
 # 8-loop step, stuck in 21 %); the engine gives 3.6 loops and 17 % (benchmarks/recorded_movement.py).
 SLIDE = 0.5
+# Call for help (X: Core EffectData, every weapon's damage effect ``DU_WEAP`` has the search flag
+# CallForHelp; Core GameData CallForHelpRadius 4, CallForHelpPeriod 2 game-s): an enemy that takes damage
+# calls the enemies within this radius to attack its attacker, at most once a period (targeting).
+CALL_FOR_HELP_RADIUS = 4.0
+CALL_FOR_HELP_LOOPS = 32.0
 BEAM_HALF_LENGTH = 1.25
 BEAM_HALF_WIDTH = 0.15
 

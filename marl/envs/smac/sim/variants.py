@@ -28,10 +28,13 @@ never a module-level switch, so Numba's on-disk cache cannot serve a stale varia
   contact distance (``contact.push_passes``): the engine's single pass lets a crowd of dozens walk up to
   14 % inside the contact distance the game's marines keep (D, on 3m); not a targeting rule either.
 
-Per-unit state lives in ``V`` (E, U, N_V) float64: the scan countdown (-1: not drawn yet) and the delay
-left; the shared clock is unit 0's scan countdown (an ally's, otherwise unused).  None of the timing and
-choice rules has a source; ``noretaliate`` is Liquipedia's keep-the-target, which the recorded episodes
-contradict.  Each is a candidate to compare with the recorded episodes (``benchmarks/targeting_fit.py``).
+* ``R_NO_HELP`` 1: no call for help (``targeting._call_for_help``; the engine's rule before 0.9.2).
+
+Per-unit state lives in ``V`` (E, U, N_V) float64: the scan countdown (-1: not drawn yet), the delay
+left; the shared clock is unit 0's scan countdown
+(an ally's, otherwise unused).  None of the timing and choice rules has a source; ``noretaliate`` is
+Liquipedia's keep-the-target, which the recorded episodes contradict.  Each is a candidate to compare
+with the recorded episodes (``benchmarks/targeting_fit.py``).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from marl.envs.smac.sim.contact import _push, push_passes
 from marl.envs.smac.sim.jit import engine_jit
 from marl.envs.smac.sim.physics import can_hit, dist, rand_int, reach, step_toward
 from marl.envs.smac.sim.stepper import _issue_orders, _settle_cooldowns, _shuffle, _update_unit
-from marl.envs.smac.sim.targeting import _busy, _fresh_attacker, _is_threat, _kept
+from marl.envs.smac.sim.targeting import _busy, _call_for_help, _fresh_attacker, _is_threat, _kept
 from marl.envs.smac.sim.units import (
     ACQUIRE,
     AMOVE,
@@ -54,6 +57,7 @@ from marl.envs.smac.sim.units import (
     S_OK,
     S_OX,
     S_OY,
+    S_SH,
     S_TGT,
     SPEED,
     SPLASH,
@@ -62,13 +66,13 @@ from marl.envs.smac.sim.units import (
 from marl.envs.smac.sim.weapons import _attack, _burst
 
 R_SCAN, R_RANDOM, R_NO_RETALIATE, R_THREAT_RANGE, R_DELAY, R_SHARED, R_DEATH_BURST = 0, 1, 2, 3, 4, 5, 6
-R_PUSH = 7
-N_RULES = 8
+R_PUSH, R_NO_HELP = 7, 8
+N_RULES = 9
 V_SCAN, V_DELAY = 0, 1
 N_V = 2
 
 _KEYS = {"scan": R_SCAN, "random": R_RANDOM, "noretaliate": R_NO_RETALIATE, "threat_range": R_THREAT_RANGE}
-_KEYS.update(delay=R_DELAY, shared=R_SHARED, deathburst=R_DEATH_BURST, push=R_PUSH)
+_KEYS.update(delay=R_DELAY, shared=R_SHARED, deathburst=R_DEATH_BURST, push=R_PUSH, nohelp=R_NO_HELP)
 
 
 def parse_rules(text: str) -> np.ndarray:
@@ -206,7 +210,9 @@ def sim_step_rules(actions, na, props, utype, grid, nav, enemy_order, S, rng, ru
     idx = np.empty(u, dtype=np.int64)
     perm = np.empty(u, dtype=np.int64)
     alive = np.empty(u, dtype=np.bool_)
+    hp0 = np.empty(u)
     bursts = rules[R_DEATH_BURST] > 0
+    helps = rules[R_NO_HELP] == 0
     for e in range(S.shape[0]):
         _issue_orders(e, actions, na, props, utype, enemy_order, S)
         for k in range(u):
@@ -218,6 +224,9 @@ def sim_step_rules(actions, na, props, utype, grid, nav, enemy_order, S, rng, ru
                     if V[e, 0, V_SCAN] < 0.0
                     else (V[e, 0, V_SCAN] - 1.0) % rules[R_SCAN]
                 )
+            if helps:
+                for k in range(u):
+                    hp0[k] = S[e, k, S_HP] + S[e, k, S_SH]
             _shuffle(e, u, rng, perm)
             for k in range(u):
                 i = perm[k]
@@ -225,6 +234,8 @@ def sim_step_rules(actions, na, props, utype, grid, nav, enemy_order, S, rng, ru
                     _enemy_act_rules(e, i, na, props, utype, grid, nav, S, rng, rules, V)
                 if bursts:
                     _death_bursts(e, i, na, props, utype, S, alive)
+            if helps:
+                _call_for_help(e, na, props, utype, S, hp0)
             if rules[R_PUSH] > 1:
                 push_passes(e, rules[R_PUSH], props, utype, grid, S, rng, buf, idx)
             else:
