@@ -1,4 +1,5 @@
-"""Test-session setup shared by every test file: the tiers, the seeding, and the hidden game.
+"""Test-session setup shared by every test file: the tiers, the seeding, the hidden game, and the costly
+fixtures built once per session (a trained run folder, the wheel).
 
 Every test belongs to exactly one tier (a pytest marker, registered in ``pyproject.toml``; docs/testing.md
 says what each holds and its time budget). A test's tier is, in this order:

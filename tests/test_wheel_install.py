@@ -13,7 +13,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # slow (integration tier, never unit): the installed copy is new to Numba, so its training run compiles the
-# engine from scratch (about 60 s of the run's 94 s at load average 7 on the 2-core machine, 2026-11-28).
+# engine from scratch: about 60 s (a first run with jit on took 94 s, a second in the same install 32 s, at
+# load average 7 on the 2-core machine, 2026-11-28).
 # conftest's session-scoped ``built_wheel`` and ``installed_wheel`` build and install the wheel once for
 # these tests and test_engine_only's, which share one xdist group so that one worker builds it.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
