@@ -10,7 +10,7 @@ PORT ?= 8080
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
-.PHONY: venv venv-test kernels train test test-fast test-external lint tables docs docs-serve bench bench-env bench-step torchrl-env board board-env board-stop clean
+.PHONY: venv venv-test kernels train test test-fast test-external coverage lint tables docs docs-serve bench bench-env bench-step torchrl-env board board-env board-stop clean
 
 # The virtual environment is (re)built whenever pyproject.toml changes: `make train` installs what training
 # needs (the `train` extra); `make test` adds the test tools, the game client, Ray, the report statistics,
@@ -48,6 +48,13 @@ test: venv-test kernels
 
 test-fast: venv-test kernels
 	$(PY) -m pytest -q $(XDIST) -m unit --durations=5
+
+# Line coverage of marl/ (pytest-cov) over the `make test` selection, or one tier (`make coverage
+# COVERAGE_TIERS=unit`): a report in the terminal and in coverage.xml (git ignores both it and .coverage).
+# Code run only in a subprocess a test starts is not counted.
+COVERAGE_TIERS ?= not external
+coverage: venv-test kernels
+	$(PY) -m pytest -q $(XDIST) -m "$(COVERAGE_TIERS)" --cov=marl --cov-report=term --cov-report=xml
 
 # The external tier: the real game (scripts/install_sc2.sh) and MindInsight (make board-env); skips what is absent.
 test-external: venv-test kernels

@@ -1,4 +1,5 @@
-"""Test-session setup shared by every test file: the tiers, the seeding, and the hidden game.
+"""Test-session setup shared by every test file: the tiers, the seeding, the hidden game, and the costly
+fixtures built once per session (a trained run folder, the wheel).
 
 Every test belongs to exactly one tier (a pytest marker, registered in ``pyproject.toml``; docs/testing.md
 says what each holds and its time budget). A test's tier is, in this order:
@@ -18,6 +19,7 @@ from __future__ import annotations
 import random
 import re
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -159,3 +161,31 @@ def _no_real_game_unless_marked(request, monkeypatch, tmp_path_factory):
     """
     if request.node.get_closest_marker("sc2") is None:
         monkeypatch.setenv("SC2PATH", str(tmp_path_factory.mktemp("no_sc2")))
+
+
+@pytest.fixture(scope="session")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny fake-env QMIX run folder with three or more periodic checkpoints, trained once per worker.
+
+    Shared by the untrusted-checkpoint, -input and -property tests: a test that changes the folder copies
+    it first (``shutil.copytree``).
+    """
+    from train_runs import train_checkpointed_run  # tests/ is on sys.path; MindSpore only when used
+
+    return train_checkpointed_run(tmp_path_factory.mktemp("trained"))
+
+
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This checkout's wheel, built once per worker (tests that use it share the ``wheel`` xdist group)."""
+    from wheels import build_wheel  # tests/ is on sys.path
+
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="session")
+def installed_wheel(built_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder ``built_wheel`` is installed in (``pip install --target``): run it, never edit it."""
+    from wheels import install_wheel
+
+    return install_wheel(built_wheel, tmp_path_factory.mktemp("site"))

@@ -4,7 +4,6 @@ dependency (``pip install .``); training says which extra it needs."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -71,39 +70,16 @@ def test_training_without_mindspore_names_the_extra() -> None:
     assert out.returncode != 0 and "pip install 'marl[train]'" in out.stderr, out.stderr[-2000:]
 
 
-def test_a_built_wheel_carries_the_maps(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("wheel")  # the worker that builds the wheel once (conftest's built_wheel)
+def test_a_built_wheel_carries_the_maps(installed_wheel: Path, tmp_path: Path) -> None:
     """`pip install .` builds a wheel: the maps (`maps/`, linked as `marl/envs/smac/map_files`) are in it."""
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, src / name)
-    for name in ("marl", "maps", "configs"):
-        skip = shutil.ignore_patterns("__pycache__", "_build")
-        shutil.copytree(ROOT / name, src / name, symlinks=True, ignore=skip)
-    pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
-    build = subprocess.run(
-        [*pip, "wheel", "--no-deps", "--no-build-isolation", str(src), "-w", str(tmp_path / "whl")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert build.returncode == 0, build.stderr[-3000:]
-    (wheel,) = (tmp_path / "whl").glob("marl-*.whl")
-    site = tmp_path / "site"
-    install = subprocess.run(
-        [*pip, "install", "--no-deps", "--no-index", "--target", str(site), str(wheel)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert install.returncode == 0, install.stderr[-3000:]
     code = "from marl.envs.smac.maps import list_maps, load_map; print(len(list_maps()), load_map('3m').name)"
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(site)},
+        env={**os.environ, "PYTHONPATH": str(installed_wheel)},
         timeout=300,
     )
     assert out.returncode == 0, out.stderr[-3000:]

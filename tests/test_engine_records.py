@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("rliable", reason="the report extra is not installed: pip install -e '.[report]'")
 
-from test_report import fake_run  # noqa: E402
+from train_runs import fake_run  # noqa: E402  (tests/ is on sys.path)
 
 from marl.config import load_config  # noqa: E402
 from marl.envs.factory import probe_env  # noqa: E402

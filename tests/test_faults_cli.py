@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from train_runs import FAULTS_TINY as TINY  # tests/ is on sys.path under pytest
+from train_runs import CLI_TINY as SMALL  # tests/ is on sys.path under pytest
 
 from marl.checkpoint import latest, load, periodic
 from marl.cli import train_main
@@ -20,7 +20,6 @@ from marl.config import ConfigError, load_config
 from marl.run_folder import RunLock
 
 ROOT = Path(__file__).resolve().parents[1]
-SMALL = ["--env", "fake", *TINY, "log.log_interval=50"]
 
 
 def _trained_steps(run_dir: Path) -> int:

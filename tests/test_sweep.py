@@ -292,7 +292,9 @@ def test_a_signal_stops_every_run_with_a_checkpoint_and_resume_finishes(tmp_path
 
     pytest.importorskip("ray")
     out = tmp_path / "sweep"
-    t_max = 3000  # long enough to be stopped part-way, short enough to resume in a minute on a busy machine
+    # long enough to be stopped part-way, short enough to resume quickly: the signal stopped the runs at
+    # t_env 110-196 (2026-11-28, load 7-9 on 2 cores; 3000 before: the resume's steps were most of the test)
+    t_max = 1500
     tiny = [a for a in TINY if not a.startswith("t_max=")] + [f"t_max={t_max}"]
     cmd = [sys.executable, "scripts/sweep.py", "--env", "fake", "--maps", "m1", "--seeds", "2"]
     cmd += ["--out", str(out), *LOCAL_RAY, "--no-absolute", "--reps", "50", *tiny]

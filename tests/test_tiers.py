@@ -37,3 +37,14 @@ def test_patterns_take_brackets_literally_and_star_as_any_text() -> None:
 def test_this_test_has_exactly_one_tier(request: pytest.FixtureRequest) -> None:
     tiers = [t for t in conftest.TIERS if request.node.get_closest_marker(t) is not None]
     assert tiers == ["unit"]
+
+
+def test_no_test_file_imports_another() -> None:
+    """Shared helpers and fixtures live in helper modules and conftest.py, never in a test file (an import
+    of a test file runs its module-level code and, for a fixture, repeats its scope in the importer)."""
+    found = [
+        f"{path.name}: {m.group(0).strip()}"
+        for path in sorted(TESTS.glob("test_*.py"))
+        for m in re.finditer(r"^\s*(?:from|import)\s+test_\w+", path.read_text(encoding="utf-8"), re.M)
+    ]
+    assert not found, f"test files import other test files: {found}"

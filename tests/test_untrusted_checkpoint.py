@@ -11,25 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from test_faults import TINY
 
 from marl.checkpoint import Checkpointer, CheckpointError, load, load_latest, periodic
 from marl.checkpoint_verify import write_manifest
 from marl.cli import evaluate_main
-from marl.config import load_config
 from marl.run_folder import RunFolderError, read_log, rewind_logs
 from marl.trainer import Trainer
 from marl.trainer_state import check_payload
-
-
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny fake-env run with three or more periodic checkpoints (trained once per module)."""
-    out = tmp_path_factory.mktemp("trained")
-    cfg = load_config("qmix", env="fake", overrides=[*TINY, f"results_dir={out}", "run_name=r", "t_max=300"])
-    run_dir = Trainer(cfg).run()
-    assert len(periodic(run_dir)) >= 3
-    return run_dir
 
 
 @pytest.fixture

@@ -16,8 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from test_faults_cli import SMALL
-from test_untrusted_checkpoint import trained  # noqa: F401 (the module-scoped trained run)
+from train_runs import CLI_TINY as SMALL  # tests/ is on sys.path under pytest
 
 from marl.cli import train_main
 from marl.config import ConfigError, dump_config, load_config, load_saved_config
@@ -90,7 +89,7 @@ def test_a_full_disk_at_the_start_is_one_line_and_leaves_no_folder(
 
 
 def test_a_read_only_file_system_on_resume_is_one_line(
-    trained: Path,  # noqa: F811
+    trained: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture,
 ) -> None:
@@ -109,7 +108,7 @@ def test_a_read_only_file_system_on_resume_is_one_line(
 
 
 def test_a_full_disk_on_resume_leaves_no_temp_file(
-    trained: Path,  # noqa: F811
+    trained: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture,

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_untrusted_checkpoint import trained  # noqa: F401 (the module-scoped trained run)
 
 from marl.checkpoint import CheckpointError, load_latest, periodic
 from marl.checkpoint_verify import write_manifest
@@ -113,7 +112,7 @@ def _last_two(source: Path, run: Path) -> tuple[Path, Path]:
 )
 @given(corruption=corruptions(), resign=st.booleans(), old_format=st.booleans())
 def test_loading_uses_the_newest_intact_checkpoint_or_says_why(
-    trained: Path,  # noqa: F811
+    trained: Path,
     corruption: tuple,
     resign: bool,
     old_format: bool,
@@ -147,7 +146,7 @@ tagged = st.tuples(st.sampled_from(TAGS), json_values).map(lambda kv: {kv[0]: kv
 @settings(max_examples=100, deadline=None, database=None)
 @given(value=tagged | json_values, pick=st.integers(0, 10_000), old_format=st.booleans())
 def test_any_edit_of_meta_is_used_or_refused_by_the_schema(
-    trained: Path,  # noqa: F811
+    trained: Path,
     value: Any,
     pick: int,
     old_format: bool,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from marl.checkpoint import latest, load
+from marl.checkpoint import latest, load, periodic
 from marl.config import dump_config, load_config
 from marl.logging import Logger
 from marl.report.runs import ABSOLUTE_FILE
@@ -41,6 +41,19 @@ FAULTS_TINY = [
     "checkpoint.save_interval=100",
     "checkpoint.keep_last=5",
 ]
+# the same run as command-line arguments (test_faults_cli.py, test_untrusted_input.py)
+CLI_TINY = ["--env", "fake", *FAULTS_TINY, "log.log_interval=50"]
+
+
+def train_checkpointed_run(out: Path) -> Path:
+    """A tiny fake-env QMIX run in ``out``, three or more periodic checkpoints (the ``trained`` fixture)."""
+    from marl.trainer import Trainer  # MindSpore: imported only by the tests that train
+
+    overrides = [*FAULTS_TINY, f"results_dir={out}", "run_name=r", "t_max=300"]
+    cfg = load_config("qmix", env="fake", overrides=overrides)
+    run_dir = Trainer(cfg).run()
+    assert len(periodic(run_dir)) >= 3
+    return run_dir
 
 
 # ------------------------------------------------ run folders for the report (test_report.py)
