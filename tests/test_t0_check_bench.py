@@ -81,3 +81,24 @@ def test_push_rule_keeps_a_crowd_out_of_contact_and_needs_a_number():
     one = calibration_probe.play("2c_vs_64zg", "stop", "default", 4, 0)
     four = calibration_probe.play("2c_vs_64zg", "stop", "push4", 4, 0)
     assert one["crowd"] < 0.65 < four["crowd"]  # the contact distance of two zerglings: 0.6885
+
+
+def test_checkpoint_rules_plays_a_smac_checkpoint_under_rules_and_refuses_other_envs(tmp_path):
+    import checkpoint_rules
+    from train_runs import TINY
+
+    from marl.config import load_config
+    from marl.trainer import Trainer
+
+    cfg = load_config("qmix", env="sc2", overrides=[*TINY, "env.map_name=3m", "env.backend=sim",
+                                                     f"results_dir={tmp_path}", "run_name=r", "t_max=200",
+                                                     "learner.use_jit=false"])  # fmt: skip
+    run = Trainer(cfg).run()
+    rows = checkpoint_rules.play(run, ["default", "nohelp"], 4, 0)
+    assert [(r["map"], r["rules"]) for r in rows] == [("3m", "default"), ("3m", "nohelp")]
+    for r in rows:
+        assert 0.0 <= r["lo"] <= r["win"] <= r["hi"] <= 1.0 and 0.0 <= r["ret"] <= 20.0 + 1e-6
+    fake = Trainer(load_config("qmix", env="fake", overrides=[*TINY, f"results_dir={tmp_path}", "run_name=f",
+                                                                "t_max=100"])).run()  # fmt: skip
+    with pytest.raises(SystemExit, match="a run on a SMAC map is needed"):
+        checkpoint_rules.play(fake, ["default"], 2, 0)
