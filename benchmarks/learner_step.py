@@ -13,12 +13,21 @@ contenders so all see the same machine load.
   needs NumPy 2, so it runs in the bench venv (``make bench-env``) as a worker process fed through an
   ``.npz`` and answering "run k steps" requests, so its blocks still alternate with the others.
 
+The peers are written in every layout an expert would try (``jax_qmix_layouts.py``, ``torch_qmix_step.py``).
+With more than one layout given (``--jax-layouts``, ``--torch-compile-layouts``; ``screen``: the default
+set), each is compiled and run ``--screen-steps`` steps in turn (round robin, per map), the fastest median
+becomes the contender and every layout's time is listed under the table. For JAX, ``screen`` then also tries
+the layout combining the fastest choice of each kind. One thread each, checked: every process is pinned to
+one CPU (``--pin-cpu``) and the CPU time per step is reported beside the wall time (CPU/wall above 1.05
+would show a second thread at work).
+
 Map sizes (agents, obs, state, actions, episode limit) come from the project's SMAC map data
 (``StarCraft2Env.get_env_info``). GFLOP/s counts the matmul FLOPs of one step (:func:`step_matmul_flops`).
 Results are appended to ``results/learner_step.md`` as a dated section.
 
     .venv/bin/python benchmarks/learner_step.py [--steps 40] [--map-sizes 3m,8m,27m_vs_30m]
         [--contenders ms,torch,torch-compile,jax] [--jax-python .venv-bench/bin/python]
+        [--jax-layouts screen] [--torch-compile-layouts screen] [--screen-steps 4] [--pin-cpu auto]
 """
 
 from __future__ import annotations
@@ -39,9 +48,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
+from jax_qmix_layouts import combine, parse_layout, screening_layouts  # noqa: E402
 from jax_qmix_step import JaxWorker, write_npz  # noqa: E402
 from qmix_workload import batch_arrays, map_info, step_matmul_flops, synthetic_batch  # noqa: E402
-from torch_qmix_step import torch_peer  # noqa: E402
+from torch_qmix_step import parse_torch_layout, torch_peer  # noqa: E402
 
 from marl.config.schema import AgentConfig, Config, ExplorationConfig, LearnerConfig  # noqa: E402
 from marl.controllers import MultiAgentController  # noqa: E402
@@ -51,6 +61,8 @@ from marl.utils.ms import params_to_numpy, setup  # noqa: E402
 
 __all__ = ["batch_arrays", "map_info", "step_matmul_flops", "synthetic_batch", "torch_peer"]
 CONTENDERS = ("ms", "torch", "torch-compile", "jax")
+# torch.compile layouts screened by default: each compiles cold (minutes per layout at 8m and 27m sizes)
+TORCH_SCREEN = ("default-breaks-loop", "default-graph-hoist", "max-autotune-no-cudagraphs-graph-hoist")
 LABELS = {"ms": "MindSpore", "torch": "PyTorch eager", "torch-compile": "torch.compile", "jax": "JAX jit"}
 
 
@@ -80,33 +92,129 @@ class Contender:
     """One implementation of the step: ``run(k, batch_index)`` times ``k`` steps on one batch and returns
     ``(seconds per step, loss of the last step)``."""
 
-    def __init__(self, key: str, run, first_loss: float, first_call_s: float, compile_s: float | None = None):  # noqa: ANN001
+    def __init__(  # noqa: PLR0913
+        self,
+        key: str,
+        run,
+        first_loss: float,
+        first_call_s: float,
+        compile_s: float | None = None,
+        layout: str = "-",
+    ):  # noqa: ANN001
         self.key, self.run, self.first_loss, self.first_call_s = key, run, first_loss, first_call_s
-        self.compile_s, self.times, self.last_loss = compile_s, [], float("nan")
+        self.compile_s, self.times, self.cpu, self.last_loss = compile_s, [], [], float("nan")
+        self.layout = layout
 
     def block(self, k: int, i: int) -> None:
-        times, self.last_loss = self.run(k, i)
+        times, cpu, self.last_loss = self.run(k, i)
         self.times += times
+        self.cpu += cpu
 
 
-def timed(fn, *args) -> tuple[float, float]:  # noqa: ANN001
-    """``(result, seconds)`` of one call."""
-    t0 = time.perf_counter()
+def timed(fn, *args) -> tuple[float, float, float]:  # noqa: ANN001
+    """``(result, wall seconds, process CPU seconds)`` of one call."""
+    t0, c0 = time.perf_counter(), time.process_time()
     out = fn(*args)
-    return out, time.perf_counter() - t0
+    return out, time.perf_counter() - t0, time.process_time() - c0
 
 
 def loop(fn, batches: list) -> callable:  # noqa: ANN001
-    """``run(k, i)``: ``k`` timed calls of ``fn(*batches[i])`` (``fn`` returns the loss)."""
+    """``run(k, i)``: ``k`` timed calls of ``fn(*batches[i])`` (``fn`` returns the loss) -> wall and CPU
+    seconds per call and the last loss."""
 
-    def run(k: int, i: int) -> tuple[list[float], float]:
+    def run(k: int, i: int) -> tuple[list[float], list[float], float]:
         out = [timed(fn, *batches[i % len(batches)]) for _ in range(k)]
-        return [dt for _, dt in out], float(out[-1][0])
+        return [o[1] for o in out], [o[2] for o in out], float(out[-1][0])
 
     return run
 
 
-def build_contenders(name: str, args: argparse.Namespace, notes: list[str], workers: list) -> tuple:  # noqa: ANN001
+def pin(cpu: int) -> None:
+    """Pins every thread of this process (and those it starts later) to ``cpu``."""
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), {cpu})
+        except OSError:  # a thread that ended meanwhile
+            pass
+
+
+def record_rows(name: str, framework: str, runs: dict, record: list) -> str:
+    """Appends one row per layout (``runs``: layout -> Contender with screening times) to ``record``;
+    returns the fastest layout (lowest median wall time)."""
+    med = {lay: statistics.median(c.times) for lay, c in runs.items()}
+    for lay, c in runs.items():
+        ratio = sum(c.cpu) / sum(c.times)
+        record.append(
+            dict(
+                map=name,
+                framework=framework,
+                layout=lay,
+                ms=med[lay] * 1e3,
+                steps=len(c.times),
+                cpu_ratio=ratio,
+                compile_s=c.first_call_s if c.compile_s is None else c.compile_s,
+                first_loss=c.first_loss,
+            )
+        )
+    return min(med, key=med.get)
+
+
+def jax_contender(worker: JaxWorker, name: str, args: argparse.Namespace, record: list) -> Contender:
+    """The fastest of the worker's layouts (screened if more than one; with ``screen``, also the layout that
+    combines the fastest choice of each kind), selected in the worker."""
+    infos = dict(worker.hello["layouts"])
+
+    def screened(names: list[str]) -> dict:
+        res = worker.ask(op="screen", steps=args.screen_steps, block=1, layouts=names)["layouts"]
+        out = {}
+        for lay, r in res.items():
+            i = infos[lay]
+            out[lay] = Contender("jax", None, i["first_loss"], i["first_call_s"], i["compile_s"], lay)
+            out[lay].times, out[lay].cpu = r["times"], r["cpu"]
+        return out
+
+    best = next(iter(infos))
+    if len(infos) > 1:
+        best = record_rows(name, "JAX", screened(list(infos)), record)
+        if args.jax_layouts == "screen":
+            mixed = combine(
+                {r["layout"]: r["ms"] for r in record if r["map"] == name and r["framework"] == "JAX"}
+            )
+            if mixed.name not in infos:
+                infos |= worker.ask(op="compile", layouts=[mixed.name])["layouts"]
+                runs = screened(
+                    [best, mixed.name]
+                )  # the best one-change layout again, beside the combination
+                record_rows(name, "JAX (combined, beside the best again)", runs, record)
+                best = min(runs, key=lambda lay: statistics.median(runs[lay].times))
+        worker.ask(op="select", layout=best)
+    i = infos[best]
+    return Contender("jax", worker.run, i["first_loss"], i["first_call_s"], i["compile_s"], best)
+
+
+def torch_compile_contender(info, cfg, weights, tb, name, args, record) -> Contender:  # noqa: ANN001
+    """The fastest ``torch.compile`` layout (each compiled cold and screened round robin if several)."""
+    runs, steps = {}, {}
+    for lay in args.torch_compile_layouts:
+        step = steps[lay] = torch_peer(info, cfg, weights, layout=lay)
+        loss, dt, _ = timed(step, *tb[0])
+        step.save()
+        runs[lay] = Contender("torch-compile", loop(step, tb), loss, dt, layout=lay)
+    if len(runs) > 1:
+        for done in range(args.screen_steps):
+            for c in runs.values():
+                c.block(1, done % len(tb))
+        best = record_rows(name, "torch.compile", runs, record)
+        runs = {best: runs[best]}  # the others (and their compiled graphs) go
+        steps[best].restore()  # back to where its first step left it, as the other contenders
+    c = next(iter(runs.values()))
+    c.times, c.cpu = [], []
+    return c
+
+
+def build_contenders(
+    name: str, args: argparse.Namespace, notes: list[str], workers: list, record: list
+) -> tuple:
     """Every chosen contender on map ``name``'s sizes, each after its first (compiling) step on batch 0."""
     info = map_info(name)
     cfg = Config(learner=LearnerConfig(batch_size=args.batch, use_jit=True))
@@ -115,9 +223,9 @@ def build_contenders(name: str, args: argparse.Namespace, notes: list[str], work
     weights = params_to_numpy(learner.nets)
     arrays = [batch_arrays(b, cfg) for b in batches]
     out = []
-    out_ms, dt = timed(learner.train, batches[0], 0, 0)
+    out_ms, dt, _ = timed(learner.train, batches[0], 0, 0)
     ms_step = loop(lambda b: learner.train(b, 0, 0)["loss"], [[b] for b in batches])
-    out.append(Contender("ms", ms_step, out_ms["loss"], dt))
+    out.append(Contender("ms", ms_step, out_ms["loss"], dt, layout="QLearner (ms.jit)"))
     torch_keys = [k for k in ("torch", "torch-compile") if k in args.contenders]
     if torch_keys:
         try:
@@ -137,30 +245,38 @@ def build_contenders(name: str, args: argparse.Namespace, notes: list[str], work
             f"{name}: matmul FLOPs per step {flops:,} (analytic); torch.utils.flop_counter on the eager "
             f"step: {counter.get_total_flops():,}"
         )
-    for key in torch_keys:
-        step = torch_peer(info, cfg, weights, compile=key == "torch-compile")
-        loss, dt = timed(step, *tb[0])
-        out.append(Contender(key, loop(step, tb), loss, dt))
+    if "torch" in torch_keys:
+        step = torch_peer(info, cfg, weights, layout="eager-loop")
+        loss, dt, _ = timed(step, *tb[0])
+        out.append(Contender("torch", loop(step, tb), loss, dt, layout="eager-loop"))
+    if "torch-compile" in torch_keys:
+        out.append(torch_compile_contender(info, cfg, weights, tb, name, args, record))
     if "jax" in args.contenders:
         if not Path(args.jax_python).exists():
             notes.append(f"{args.jax_python} missing (`make bench-env`): JAX skipped")
         else:
+            names = (
+                [x.name for x in screening_layouts()] if args.jax_layouts == "screen" else args.jax_layouts
+            )
             with tempfile.TemporaryDirectory() as tmp:
                 write_npz(Path(tmp) / "step.npz", info, cfg, weights, arrays)
-                worker = JaxWorker(args.jax_python, Path(tmp) / "step.npz", args.jax_threads)
+                worker = JaxWorker(
+                    args.jax_python, Path(tmp) / "step.npz", args.jax_threads, names, args.pin_cpu
+                )
             workers.append(worker)
+            out.append(jax_contender(worker, name, args, record))
             h = worker.hello
-            out.append(Contender("jax", worker.run, h["first_loss"], h["first_call_s"], h["compile_s"]))
             if h["versions"] not in notes:
                 notes.append(h["versions"])
+            notes.append(f"{name}: JAX worker XLA_FLAGS `{h['xla_flags']}`, CPU affinity {h['affinity']}")
     return info, cfg, learner, out
 
 
-def bench_map(name: str, args: argparse.Namespace, notes: list[str]) -> list[str]:
-    """Markdown table rows (and printed lines) for map ``name``'s sizes."""
+def bench_map(name: str, args: argparse.Namespace, notes: list[str], record: list) -> list[str]:
+    """Markdown table rows (and printed lines) for map ``name``'s sizes; screened layouts go to ``record``."""
     workers: list[JaxWorker] = []
     try:
-        info, cfg, learner, cons = build_contenders(name, args, notes, workers)
+        info, cfg, learner, cons = build_contenders(name, args, notes, workers, record)
         for i in range(3):  # warm-up (also updates: every contender sees the same batch sequence)
             for c in cons:
                 c.run(1, i)
@@ -180,8 +296,9 @@ def bench_map(name: str, args: argparse.Namespace, notes: list[str]) -> list[str
         med = statistics.median(c.times)
         compile_s = c.compile_s if c.compile_s is not None else c.first_call_s - med
         rows.append(
-            f"| {name} | {LABELS[c.key]} | {med * 1e3:.1f} | {pct(c.times, 10) * 1e3:.1f} | "
-            f"{pct(c.times, 90) * 1e3:.1f} | {med / ms_med:.2f}x | {flops / med / 1e9:.1f} | "
+            f"| {name} | {LABELS[c.key]} | {c.layout} | {med * 1e3:.1f} | {pct(c.times, 10) * 1e3:.1f} | "
+            f"{pct(c.times, 90) * 1e3:.1f} | {statistics.median(c.cpu) * 1e3:.1f} | "
+            f"{sum(c.cpu) / sum(c.times):.2f} | {med / ms_med:.2f}x | {flops / med / 1e9:.1f} | "
             f"{c.first_call_s:.1f} | {'-' if c.key == 'torch' else f'{compile_s:.1f}'} | {c.first_loss:.7f} |"
         )
         print(rows[-1], flush=True)
@@ -198,6 +315,27 @@ def bench_map(name: str, args: argparse.Namespace, notes: list[str]) -> list[str
     return rows
 
 
+def screening_table(record: list[dict], steps: int) -> list[str]:
+    """The screened layouts as Markdown lines (none if nothing was screened)."""
+    if not record:
+        return []
+    out = [
+        "",
+        f"Layouts screened before the alternating run ({steps} steps each, round robin; per map the fastest "
+        "median is the contender above):",
+        "",
+        "| map | framework | layout | median ms | CPU/wall | compile s | first loss |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in record:
+        comp = "-" if r["compile_s"] is None else f"{r['compile_s']:.1f}"
+        out.append(
+            f"| {r['map']} | {r['framework']} | {r['layout']} | {r['ms']:.1f} | {r['cpu_ratio']:.2f} "
+            f"| {comp} | {r['first_loss']:.7f} |"
+        )
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=40, help="timed steps per contender and map")
@@ -209,6 +347,18 @@ def main() -> None:
     ap.add_argument("--torch-threads", type=int, default=1)
     ap.add_argument("--jax-threads", type=int, default=1)
     ap.add_argument("--jax-python", default=str(ROOT / ".venv-bench" / "bin" / "python"))
+    ap.add_argument("--jax-layouts", default="screen", help="comma-separated JAX layouts, or screen (all)")
+    ap.add_argument(
+        "--torch-compile-layouts",
+        default=",".join(TORCH_SCREEN),
+        help="comma-separated torch.compile layouts",
+    )
+    ap.add_argument("--screen-steps", type=int, default=4, help="steps per layout when screening layouts")
+    ap.add_argument(
+        "--pin-cpu",
+        default="auto",
+        help="CPU every contender is pinned to: N, auto (the last usable one) or none",
+    )
     ap.add_argument("--acting-calls", type=int, default=2000)
     ap.add_argument("--note", default="", help="a line about the conditions (e.g. a shared machine)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "learner_step.md"))
@@ -223,9 +373,30 @@ def main() -> None:
     unknown = sorted(set(maps) - set(list_maps()))
     if unknown or not maps:
         ap.error(f"unknown maps {unknown} in --map-sizes; known: {', '.join(list_maps())}")
-    for key in ("steps", "block", "batch"):
+    for key in ("steps", "block", "batch", "screen_steps"):
         if getattr(args, key) < 1:
-            ap.error(f"--{key} must be >= 1, got {getattr(args, key)}")
+            ap.error(f"--{key.replace('_', '-')} must be >= 1, got {getattr(args, key)}")
+    try:
+        if args.jax_layouts != "screen":
+            args.jax_layouts = [parse_layout(x).name for x in args.jax_layouts.split(",")]
+        args.torch_compile_layouts = [
+            parse_torch_layout(x).name for x in args.torch_compile_layouts.split(",")
+        ]
+        if any(x.startswith("eager") for x in args.torch_compile_layouts):
+            raise ValueError(
+                "--torch-compile-layouts takes compiled layouts only (eager is the torch contender)"
+            )
+    except ValueError as exc:
+        ap.error(str(exc))
+    usable = sorted(os.sched_getaffinity(0))
+    pins = {"auto": str(usable[-1]), "none": "-1"}
+    if not pins.get(args.pin_cpu, args.pin_cpu).lstrip("-").isdigit() or (
+        args.pin_cpu not in pins and int(args.pin_cpu) not in usable
+    ):
+        ap.error(f"--pin-cpu must be auto, none or one of the usable CPUs {usable}, got {args.pin_cpu!r}")
+    args.pin_cpu = int(pins.get(args.pin_cpu, args.pin_cpu))
+    if args.pin_cpu >= 0:
+        pin(args.pin_cpu)
 
     setup(args.ms_threads, seed=0)
     cache = None
@@ -235,12 +406,13 @@ def main() -> None:
     run, started = harness.start(), time.strftime("%Y-%m-%d %H:%M:%S %Z")
     notes: list[str] = []
     header = (
-        "| map | contender | median ms | p10 | p90 | vs MindSpore | GFLOP/s | first call s | compile s "
-        "| first loss |"
+        "| map | contender | layout | median ms | p10 | p90 | CPU ms | CPU/wall | vs MindSpore | GFLOP/s "
+        "| first call s | compile s | first loss |"
     )
     print(header)
+    record: list[dict] = []
     try:
-        rows = [r for m in maps for r in bench_map(m, args, notes)]
+        rows = [r for m in maps for r in bench_map(m, args, notes, record)]
     finally:
         if cache:
             shutil.rmtree(cache, ignore_errors=True)
@@ -256,15 +428,19 @@ def main() -> None:
         "",
         *harness.header_lines(run, __file__, sys.argv[1:]),
         f"- {torch_v}; threads: MindSpore {args.ms_threads}, torch {args.torch_threads}, XLA "
-        f"{args.jax_threads}; MS_DEV_HOST_BLOCKING_RUN={os.environ.get('MS_DEV_HOST_BLOCKING_RUN')}",
+        f"{args.jax_threads}; every process pinned to CPU {args.pin_cpu} (-1: not pinned); "
+        f"MS_DEV_HOST_BLOCKING_RUN={os.environ.get('MS_DEV_HOST_BLOCKING_RUN')}",
+        "- CPU ms: median process CPU time per step (all threads); CPU/wall: their sums' ratio, above 1.05 "
+        "a second thread was at work; layout: the fastest of the screened ones (listed below the table)",
         f"- {args.steps} timed steps per contender after 3 warm-up steps, alternating blocks of "
         f"{args.block}; compile s: first call minus the median step (JAX: its lower + compile time)",
         *[f"- {n}" for n in notes],
         *([f"- note: {args.note}"] if args.note else []),
         "",
         header,
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         *rows,
+        *screening_table(record, args.screen_steps),
     ]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -272,7 +448,7 @@ def main() -> None:
         out.write_text("# Learner step benchmark (QMIX)\n")
     with out.open("a") as f:
         f.write("\n".join(md) + "\n")
-    print("\n".join(md[4 : -3 - len(rows)]))
+    print("\n".join(md))
     print(f"appended to {out}")
 
 
