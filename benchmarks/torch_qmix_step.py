@@ -66,12 +66,18 @@ def parse_torch_layout(name: str) -> TorchLayout:
 
 
 def torch_peer(
-    info: EnvInfo, cfg: Config, weights: dict[str, np.ndarray], layout: str | bool = "eager"
+    info: EnvInfo,
+    cfg: Config,
+    weights: dict[str, np.ndarray],
+    layout: str | bool = "eager",
+    backend: str = "inductor",
 ) -> Callable[..., float]:
     """An equivalent PyTorch QMIX learner step (pymarl2 style) initialised with ``weights`` (named as
     :func:`marl.utils.ms.params_to_numpy` names ``QLearner.nets``), run as ``layout`` (a name for
     :func:`parse_torch_layout`; ``True``: ``default-breaks-loop``, ``False``: ``eager-loop``). The returned
-    ``step(inputs, avail, actions, reward, term, mask, state) -> loss`` updates its own copy of the nets."""
+    ``step(inputs, avail, actions, reward, term, mask, state) -> loss`` updates its own copy of the nets;
+    ``step.save()`` / ``step.restore()`` keep and put back the weights and optimizer state. ``backend``:
+    ``torch.compile``'s (tests use ``aot_eager``: the same tracing without inductor's minutes of codegen)."""
     import torch
     from torch import nn
 
@@ -159,8 +165,9 @@ def torch_peer(
 
     if lay.mode != "eager":
         mode = None if lay.mode == "default" else lay.mode
-        loss_fn = torch.compile(loss_fn, mode=mode, fullgraph=lay.fullgraph)
-        apply = torch.compile(apply, mode=mode)
+        opts = {"mode": mode} if backend == "inductor" else {}
+        loss_fn = torch.compile(loss_fn, fullgraph=lay.fullgraph, backend=backend, **opts)
+        apply = torch.compile(apply, backend=backend, **opts)
 
     def step(*batch: torch.Tensor) -> float:
         loss = loss_fn(*batch)

@@ -124,3 +124,37 @@ def test_every_jax_layout_has_the_mindspore_loss_and_gradients(tmp_path):
         for pname, ms_g in zip(ms_names, ms_grads, strict=True):
             np.testing.assert_allclose(g[f"{name}/{pname}"], ms_g, rtol=1e-3, atol=1e-5, err_msg=name)
     assert len(times) == len(cpu) == 1 and np.isfinite(loss)
+
+
+def test_torch_layout_names_parse_and_bad_ones_say_what_is_allowed():
+    from torch_qmix_step import TorchLayout, parse_torch_layout
+
+    assert parse_torch_layout("max-autotune-no-cudagraphs-graph-hoist") == TorchLayout(
+        "max-autotune-no-cudagraphs", True, True
+    )
+    assert parse_torch_layout("default").name == "default-breaks-loop"
+    assert parse_torch_layout("eager-hoist").name == "eager-hoist"
+    for bad in ("eager-graph", "fast", "default-loop-hoist", "reduce-overhead-x"):
+        with pytest.raises(ValueError, match="torch layout"):
+            parse_torch_layout(bad)
+
+
+def test_torch_layouts_have_the_mindspore_loss_and_restore_their_state():
+    torch = pytest.importorskip("torch")
+    from torch_qmix_step import torch_peer
+
+    info, cfg, learner, batches = _setup("3m", 2)
+    weights = params_to_numpy(learner.nets)
+    tb = [[torch.from_numpy(x) for x in batch_arrays(b, cfg)] for b in batches]
+    ms_loss = learner.loss_and_grads(batches[0])[0]
+    learner.train(batches[0], 0, 0)
+    ms_second = learner.loss_and_grads(batches[1])[0]
+    for layout in ("eager-loop", "eager-hoist", "default-graph-hoist"):  # fullgraph: no graph break
+        # aot_eager: dynamo and AOT autograd as inductor gets them, without its C++ codegen (minutes cold)
+        step = torch_peer(info, cfg, weights, layout=layout, backend="aot_eager")
+        assert step(*tb[0]) == pytest.approx(ms_loss, abs=1e-5), layout
+        step.save()
+        second = step(*tb[1])
+        assert second == pytest.approx(ms_second, abs=1e-4), layout
+        step.restore()
+        assert step(*tb[1]) == pytest.approx(second, abs=1e-6), layout
