@@ -25,7 +25,7 @@ Map sizes (agents, obs, state, actions, episode limit) come from the project's S
 (``StarCraft2Env.get_env_info``). GFLOP/s counts the matmul FLOPs of one step (:func:`step_matmul_flops`).
 Results are appended to ``results/learner_step.md`` as a dated section.
 
-    .venv/bin/python benchmarks/learner_step.py [--steps 40] [--map-sizes 3m,8m,27m_vs_30m]
+    .venv/bin/python benchmarks/learner_step.py [--steps 40] [--map-sizes 3m,8m,27m_vs_30m (default)]
         [--contenders ms,torch,torch-compile,jax] [--jax-python .venv-bench/bin/python]
         [--jax-layouts screen] [--torch-compile-layouts screen] [--screen-steps 4] [--pin-cpu auto]
 """
@@ -48,9 +48,18 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
-from jax_qmix_layouts import combine, parse_layout, screening_layouts  # noqa: E402
+from jax_qmix_layouts import parse_layout, screening_layouts  # noqa: E402
 from jax_qmix_step import JaxWorker, write_npz  # noqa: E402
 from qmix_workload import batch_arrays, map_info, step_matmul_flops, synthetic_batch  # noqa: E402
+from step_contenders import (  # noqa: E402
+    Contender,
+    jax_contender,
+    loop,
+    pin,
+    screening_table,
+    timed,
+    torch_compile_contender,
+)
 from torch_qmix_step import parse_torch_layout, torch_peer  # noqa: E402
 
 from marl.config.schema import AgentConfig, Config, ExplorationConfig, LearnerConfig  # noqa: E402
@@ -61,8 +70,9 @@ from marl.utils.ms import params_to_numpy, setup  # noqa: E402
 
 __all__ = ["batch_arrays", "map_info", "step_matmul_flops", "synthetic_batch", "torch_peer"]
 CONTENDERS = ("ms", "torch", "torch-compile", "jax")
-# torch.compile layouts screened by default: each compiles cold (minutes per layout at 8m and 27m sizes)
-TORCH_SCREEN = ("default-breaks-loop", "default-graph-hoist", "max-autotune-no-cudagraphs-graph-hoist")
+# torch.compile layouts screened by default: each compiles cold, 3-6 minutes at 3m sizes on a loaded 2-core
+# machine (the Python loops unroll over time); a hoisted input projection ran 2.4x slower there
+TORCH_SCREEN = ("default-breaks-loop", "default-graph-loop", "max-autotune-no-cudagraphs-graph-loop")
 LABELS = {"ms": "MindSpore", "torch": "PyTorch eager", "torch-compile": "torch.compile", "jax": "JAX jit"}
 
 
@@ -88,130 +98,6 @@ def acting_latency(info: EnvInfo, learner: QLearner, envs: int, calls: int) -> f
 
 
 # ------------------------------------------------------------------------------------ contenders
-class Contender:
-    """One implementation of the step: ``run(k, batch_index)`` times ``k`` steps on one batch and returns
-    ``(seconds per step, loss of the last step)``."""
-
-    def __init__(  # noqa: PLR0913
-        self,
-        key: str,
-        run,
-        first_loss: float,
-        first_call_s: float,
-        compile_s: float | None = None,
-        layout: str = "-",
-    ):  # noqa: ANN001
-        self.key, self.run, self.first_loss, self.first_call_s = key, run, first_loss, first_call_s
-        self.compile_s, self.times, self.cpu, self.last_loss = compile_s, [], [], float("nan")
-        self.layout = layout
-
-    def block(self, k: int, i: int) -> None:
-        times, cpu, self.last_loss = self.run(k, i)
-        self.times += times
-        self.cpu += cpu
-
-
-def timed(fn, *args) -> tuple[float, float, float]:  # noqa: ANN001
-    """``(result, wall seconds, process CPU seconds)`` of one call."""
-    t0, c0 = time.perf_counter(), time.process_time()
-    out = fn(*args)
-    return out, time.perf_counter() - t0, time.process_time() - c0
-
-
-def loop(fn, batches: list) -> callable:  # noqa: ANN001
-    """``run(k, i)``: ``k`` timed calls of ``fn(*batches[i])`` (``fn`` returns the loss) -> wall and CPU
-    seconds per call and the last loss."""
-
-    def run(k: int, i: int) -> tuple[list[float], list[float], float]:
-        out = [timed(fn, *batches[i % len(batches)]) for _ in range(k)]
-        return [o[1] for o in out], [o[2] for o in out], float(out[-1][0])
-
-    return run
-
-
-def pin(cpu: int) -> None:
-    """Pins every thread of this process (and those it starts later) to ``cpu``."""
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setaffinity(int(tid), {cpu})
-        except OSError:  # a thread that ended meanwhile
-            pass
-
-
-def record_rows(name: str, framework: str, runs: dict, record: list) -> str:
-    """Appends one row per layout (``runs``: layout -> Contender with screening times) to ``record``;
-    returns the fastest layout (lowest median wall time)."""
-    med = {lay: statistics.median(c.times) for lay, c in runs.items()}
-    for lay, c in runs.items():
-        ratio = sum(c.cpu) / sum(c.times)
-        record.append(
-            dict(
-                map=name,
-                framework=framework,
-                layout=lay,
-                ms=med[lay] * 1e3,
-                steps=len(c.times),
-                cpu_ratio=ratio,
-                compile_s=c.first_call_s if c.compile_s is None else c.compile_s,
-                first_loss=c.first_loss,
-            )
-        )
-    return min(med, key=med.get)
-
-
-def jax_contender(worker: JaxWorker, name: str, args: argparse.Namespace, record: list) -> Contender:
-    """The fastest of the worker's layouts (screened if more than one; with ``screen``, also the layout that
-    combines the fastest choice of each kind), selected in the worker."""
-    infos = dict(worker.hello["layouts"])
-
-    def screened(names: list[str]) -> dict:
-        res = worker.ask(op="screen", steps=args.screen_steps, block=1, layouts=names)["layouts"]
-        out = {}
-        for lay, r in res.items():
-            i = infos[lay]
-            out[lay] = Contender("jax", None, i["first_loss"], i["first_call_s"], i["compile_s"], lay)
-            out[lay].times, out[lay].cpu = r["times"], r["cpu"]
-        return out
-
-    best = next(iter(infos))
-    if len(infos) > 1:
-        best = record_rows(name, "JAX", screened(list(infos)), record)
-        if args.jax_layouts == "screen":
-            mixed = combine(
-                {r["layout"]: r["ms"] for r in record if r["map"] == name and r["framework"] == "JAX"}
-            )
-            if mixed.name not in infos:
-                infos |= worker.ask(op="compile", layouts=[mixed.name])["layouts"]
-                runs = screened(
-                    [best, mixed.name]
-                )  # the best one-change layout again, beside the combination
-                record_rows(name, "JAX (combined, beside the best again)", runs, record)
-                best = min(runs, key=lambda lay: statistics.median(runs[lay].times))
-        worker.ask(op="select", layout=best)
-    i = infos[best]
-    return Contender("jax", worker.run, i["first_loss"], i["first_call_s"], i["compile_s"], best)
-
-
-def torch_compile_contender(info, cfg, weights, tb, name, args, record) -> Contender:  # noqa: ANN001
-    """The fastest ``torch.compile`` layout (each compiled cold and screened round robin if several)."""
-    runs, steps = {}, {}
-    for lay in args.torch_compile_layouts:
-        step = steps[lay] = torch_peer(info, cfg, weights, layout=lay)
-        loss, dt, _ = timed(step, *tb[0])
-        step.save()
-        runs[lay] = Contender("torch-compile", loop(step, tb), loss, dt, layout=lay)
-    if len(runs) > 1:
-        for done in range(args.screen_steps):
-            for c in runs.values():
-                c.block(1, done % len(tb))
-        best = record_rows(name, "torch.compile", runs, record)
-        runs = {best: runs[best]}  # the others (and their compiled graphs) go
-        steps[best].restore()  # back to where its first step left it, as the other contenders
-    c = next(iter(runs.values()))
-    c.times, c.cpu = [], []
-    return c
-
-
 def build_contenders(
     name: str, args: argparse.Namespace, notes: list[str], workers: list, record: list
 ) -> tuple:
@@ -315,33 +201,14 @@ def bench_map(name: str, args: argparse.Namespace, notes: list[str], record: lis
     return rows
 
 
-def screening_table(record: list[dict], steps: int) -> list[str]:
-    """The screened layouts as Markdown lines (none if nothing was screened)."""
-    if not record:
-        return []
-    out = [
-        "",
-        f"Layouts screened before the alternating run ({steps} steps each, round robin; per map the fastest "
-        "median is the contender above):",
-        "",
-        "| map | framework | layout | median ms | CPU/wall | compile s | first loss |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in record:
-        comp = "-" if r["compile_s"] is None else f"{r['compile_s']:.1f}"
-        out.append(
-            f"| {r['map']} | {r['framework']} | {r['layout']} | {r['ms']:.1f} | {r['cpu_ratio']:.2f} "
-            f"| {comp} | {r['first_loss']:.7f} |"
-        )
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=40, help="timed steps per contender and map")
     ap.add_argument("--block", type=int, default=5, help="steps per alternating block")
     ap.add_argument("--batch", type=int, default=32, help="episodes per batch")
-    ap.add_argument("--map-sizes", default="3m", help="comma-separated SMAC maps whose sizes to use")
+    ap.add_argument(
+        "--map-sizes", default="3m,8m,27m_vs_30m", help="comma-separated SMAC maps whose sizes to use"
+    )
     ap.add_argument("--contenders", default=",".join(CONTENDERS), help="comma-separated; ms is always run")
     ap.add_argument("--ms-threads", type=int, default=1)
     ap.add_argument("--torch-threads", type=int, default=1)
@@ -352,6 +219,11 @@ def main() -> None:
         "--torch-compile-layouts",
         default=",".join(TORCH_SCREEN),
         help="comma-separated torch.compile layouts",
+    )
+    ap.add_argument(
+        "--torch-screen-every-map",
+        action="store_true",
+        help="screen the torch.compile layouts at every map (default: at the first; the rest run its winner)",
     )
     ap.add_argument("--screen-steps", type=int, default=4, help="steps per layout when screening layouts")
     ap.add_argument(
@@ -395,8 +267,9 @@ def main() -> None:
     ):
         ap.error(f"--pin-cpu must be auto, none or one of the usable CPUs {usable}, got {args.pin_cpu!r}")
     args.pin_cpu = int(pins.get(args.pin_cpu, args.pin_cpu))
-    if args.pin_cpu >= 0:
-        pin(args.pin_cpu)
+    args.usable_cpus = set(usable)
+    args.pinned_cpus = {args.pin_cpu} if args.pin_cpu >= 0 else set(usable)
+    pin(args.pinned_cpus)
 
     setup(args.ms_threads, seed=0)
     cache = None
@@ -431,7 +304,8 @@ def main() -> None:
         f"{args.jax_threads}; every process pinned to CPU {args.pin_cpu} (-1: not pinned); "
         f"MS_DEV_HOST_BLOCKING_RUN={os.environ.get('MS_DEV_HOST_BLOCKING_RUN')}",
         "- CPU ms: median process CPU time per step (all threads); CPU/wall: their sums' ratio, above 1.05 "
-        "a second thread was at work; layout: the fastest of the screened ones (listed below the table)",
+        "a second thread was at work; layout: the fastest of the screened ones (listed below the table); "
+        "torch.compile compiles on every usable CPU (inductor's worker processes), then runs pinned",
         f"- {args.steps} timed steps per contender after 3 warm-up steps, alternating blocks of "
         f"{args.block}; compile s: first call minus the median step (JAX: its lower + compile time)",
         *[f"- {n}" for n in notes],

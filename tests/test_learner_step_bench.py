@@ -149,7 +149,7 @@ def test_torch_layouts_have_the_mindspore_loss_and_restore_their_state():
     ms_loss = learner.loss_and_grads(batches[0])[0]
     learner.train(batches[0], 0, 0)
     ms_second = learner.loss_and_grads(batches[1])[0]
-    for layout in ("eager-loop", "eager-hoist", "default-graph-hoist"):  # fullgraph: no graph break
+    for layout in ("eager-loop", "eager-hoist", "default-graph-loop", "default-graph-hoist"):  # fullgraph
         # aot_eager: dynamo and AOT autograd as inductor gets them, without its C++ codegen (minutes cold)
         step = torch_peer(info, cfg, weights, layout=layout, backend="aot_eager")
         assert step(*tb[0]) == pytest.approx(ms_loss, abs=1e-5), layout
@@ -158,3 +158,30 @@ def test_torch_layouts_have_the_mindspore_loss_and_restore_their_state():
         assert second == pytest.approx(ms_second, abs=1e-4), layout
         step.restore()
         assert step(*tb[1]) == pytest.approx(second, abs=1e-6), layout
+
+
+def test_screening_keeps_the_fastest_layout_and_lists_every_one():
+    from step_contenders import Contender, record_rows, screening_table
+
+    runs = {}
+    for lay, t in (("slow", 0.03), ("fast", 0.01)):
+        runs[lay] = Contender("jax", None, 1.5, 4.0, 3.0, lay)
+        runs[lay].times, runs[lay].cpu = [t, t, 2 * t], [t, t, 2 * t]
+    record: list[dict] = []
+    assert record_rows("3m", "JAX", runs, record) == "fast"
+    lines = screening_table(record, 3)
+    assert [r["layout"] for r in record] == ["slow", "fast"] and record[1]["ms"] == pytest.approx(10.0)
+    assert "| 3m | JAX | fast | 10.0 | 1.00 | 3.0 | 1.5000000 |" in lines and screening_table([], 3) == []
+
+
+def test_bad_layout_or_cpu_arguments_fail_with_what_is_allowed():
+    import subprocess
+
+    script = str(ROOT / "benchmarks" / "learner_step.py")
+    for args, msg in (
+        (["--jax-layouts", "cell-hoist"], "tokens, one per kind"),
+        (["--torch-compile-layouts", "eager-loop"], "compiled layouts only"),
+        (["--pin-cpu", "999"], "usable CPUs"),
+    ):
+        out = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2 and msg in out.stderr, (args, out.stderr[-500:])
