@@ -92,7 +92,9 @@ $(BENCH_VENV)/.installed-jax$(JAX_VERSION):
 
 bench-env: venv-test $(BENCH_VENV)/.installed-jax$(JAX_VERSION)
 
-# The QMIX learner step: MindSpore vs PyTorch eager, torch.compile (torch 2.13 CPU, the `bench` extra) and JAX.
+# The QMIX learner step: MindSpore vs PyTorch eager, torch.compile (torch 2.13 CPU, the `bench` extra) and JAX
+# at the 3m, 8m and 27m_vs_30m sizes; the JAX and torch.compile layouts are screened first and the fastest of
+# each runs (learner_step.py --help). Every contender is pinned to one CPU; pause other jobs for a result.
 STEP_ARGS ?=
 bench-step: bench-env
 	$(PY) -m pip install -q -e ".[bench]"

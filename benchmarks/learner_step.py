@@ -13,12 +13,21 @@ contenders so all see the same machine load.
   needs NumPy 2, so it runs in the bench venv (``make bench-env``) as a worker process fed through an
   ``.npz`` and answering "run k steps" requests, so its blocks still alternate with the others.
 
+The peers are written in every layout an expert would try (``jax_qmix_layouts.py``, ``torch_qmix_step.py``).
+With more than one layout given (``--jax-layouts``, ``--torch-compile-layouts``; ``screen``: the default
+set), each is compiled and run ``--screen-steps`` steps in turn (round robin, per map), the fastest median
+becomes the contender and every layout's time is listed under the table. For JAX, ``screen`` then also tries
+the layout combining the fastest choice of each kind. One thread each, checked: every process is pinned to
+one CPU (``--pin-cpu``) and the CPU time per step is reported beside the wall time (CPU/wall above 1.05
+would show a second thread at work).
+
 Map sizes (agents, obs, state, actions, episode limit) come from the project's SMAC map data
 (``StarCraft2Env.get_env_info``). GFLOP/s counts the matmul FLOPs of one step (:func:`step_matmul_flops`).
 Results are appended to ``results/learner_step.md`` as a dated section.
 
-    .venv/bin/python benchmarks/learner_step.py [--steps 40] [--map-sizes 3m,8m,27m_vs_30m]
+    .venv/bin/python benchmarks/learner_step.py [--steps 40] [--map-sizes 3m,8m,27m_vs_30m (default)]
         [--contenders ms,torch,torch-compile,jax] [--jax-python .venv-bench/bin/python]
+        [--jax-layouts screen] [--torch-compile-layouts screen] [--screen-steps 4] [--pin-cpu auto]
 """
 
 from __future__ import annotations
@@ -39,9 +48,19 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness  # noqa: E402
+from jax_qmix_layouts import parse_layout, screening_layouts  # noqa: E402
 from jax_qmix_step import JaxWorker, write_npz  # noqa: E402
 from qmix_workload import batch_arrays, map_info, step_matmul_flops, synthetic_batch  # noqa: E402
-from torch_qmix_step import torch_peer  # noqa: E402
+from step_contenders import (  # noqa: E402
+    Contender,
+    jax_contender,
+    loop,
+    pin,
+    screening_table,
+    timed,
+    torch_compile_contender,
+)
+from torch_qmix_step import parse_torch_layout, torch_peer  # noqa: E402
 
 from marl.config.schema import AgentConfig, Config, ExplorationConfig, LearnerConfig  # noqa: E402
 from marl.controllers import MultiAgentController  # noqa: E402
@@ -51,6 +70,9 @@ from marl.utils.ms import params_to_numpy, setup  # noqa: E402
 
 __all__ = ["batch_arrays", "map_info", "step_matmul_flops", "synthetic_batch", "torch_peer"]
 CONTENDERS = ("ms", "torch", "torch-compile", "jax")
+# torch.compile layouts screened by default: each compiles cold, 3-6 minutes at 3m sizes on a loaded 2-core
+# machine (the Python loops unroll over time); a hoisted input projection ran 2.4x slower there
+TORCH_SCREEN = ("default-breaks-loop", "default-graph-loop", "max-autotune-no-cudagraphs-graph-loop")
 LABELS = {"ms": "MindSpore", "torch": "PyTorch eager", "torch-compile": "torch.compile", "jax": "JAX jit"}
 
 
@@ -76,37 +98,9 @@ def acting_latency(info: EnvInfo, learner: QLearner, envs: int, calls: int) -> f
 
 
 # ------------------------------------------------------------------------------------ contenders
-class Contender:
-    """One implementation of the step: ``run(k, batch_index)`` times ``k`` steps on one batch and returns
-    ``(seconds per step, loss of the last step)``."""
-
-    def __init__(self, key: str, run, first_loss: float, first_call_s: float, compile_s: float | None = None):  # noqa: ANN001
-        self.key, self.run, self.first_loss, self.first_call_s = key, run, first_loss, first_call_s
-        self.compile_s, self.times, self.last_loss = compile_s, [], float("nan")
-
-    def block(self, k: int, i: int) -> None:
-        times, self.last_loss = self.run(k, i)
-        self.times += times
-
-
-def timed(fn, *args) -> tuple[float, float]:  # noqa: ANN001
-    """``(result, seconds)`` of one call."""
-    t0 = time.perf_counter()
-    out = fn(*args)
-    return out, time.perf_counter() - t0
-
-
-def loop(fn, batches: list) -> callable:  # noqa: ANN001
-    """``run(k, i)``: ``k`` timed calls of ``fn(*batches[i])`` (``fn`` returns the loss)."""
-
-    def run(k: int, i: int) -> tuple[list[float], float]:
-        out = [timed(fn, *batches[i % len(batches)]) for _ in range(k)]
-        return [dt for _, dt in out], float(out[-1][0])
-
-    return run
-
-
-def build_contenders(name: str, args: argparse.Namespace, notes: list[str], workers: list) -> tuple:  # noqa: ANN001
+def build_contenders(
+    name: str, args: argparse.Namespace, notes: list[str], workers: list, record: list
+) -> tuple:
     """Every chosen contender on map ``name``'s sizes, each after its first (compiling) step on batch 0."""
     info = map_info(name)
     cfg = Config(learner=LearnerConfig(batch_size=args.batch, use_jit=True))
@@ -115,9 +109,9 @@ def build_contenders(name: str, args: argparse.Namespace, notes: list[str], work
     weights = params_to_numpy(learner.nets)
     arrays = [batch_arrays(b, cfg) for b in batches]
     out = []
-    out_ms, dt = timed(learner.train, batches[0], 0, 0)
+    out_ms, dt, _ = timed(learner.train, batches[0], 0, 0)
     ms_step = loop(lambda b: learner.train(b, 0, 0)["loss"], [[b] for b in batches])
-    out.append(Contender("ms", ms_step, out_ms["loss"], dt))
+    out.append(Contender("ms", ms_step, out_ms["loss"], dt, layout="QLearner (ms.jit)"))
     torch_keys = [k for k in ("torch", "torch-compile") if k in args.contenders]
     if torch_keys:
         try:
@@ -137,30 +131,38 @@ def build_contenders(name: str, args: argparse.Namespace, notes: list[str], work
             f"{name}: matmul FLOPs per step {flops:,} (analytic); torch.utils.flop_counter on the eager "
             f"step: {counter.get_total_flops():,}"
         )
-    for key in torch_keys:
-        step = torch_peer(info, cfg, weights, compile=key == "torch-compile")
-        loss, dt = timed(step, *tb[0])
-        out.append(Contender(key, loop(step, tb), loss, dt))
+    if "torch" in torch_keys:
+        step = torch_peer(info, cfg, weights, layout="eager-loop")
+        loss, dt, _ = timed(step, *tb[0])
+        out.append(Contender("torch", loop(step, tb), loss, dt, layout="eager-loop"))
+    if "torch-compile" in torch_keys:
+        out.append(torch_compile_contender(info, cfg, weights, tb, name, args, record))
     if "jax" in args.contenders:
         if not Path(args.jax_python).exists():
             notes.append(f"{args.jax_python} missing (`make bench-env`): JAX skipped")
         else:
+            names = (
+                [x.name for x in screening_layouts()] if args.jax_layouts == "screen" else args.jax_layouts
+            )
             with tempfile.TemporaryDirectory() as tmp:
                 write_npz(Path(tmp) / "step.npz", info, cfg, weights, arrays)
-                worker = JaxWorker(args.jax_python, Path(tmp) / "step.npz", args.jax_threads)
+                worker = JaxWorker(
+                    args.jax_python, Path(tmp) / "step.npz", args.jax_threads, names, args.pin_cpu
+                )
             workers.append(worker)
+            out.append(jax_contender(worker, name, args, record))
             h = worker.hello
-            out.append(Contender("jax", worker.run, h["first_loss"], h["first_call_s"], h["compile_s"]))
             if h["versions"] not in notes:
                 notes.append(h["versions"])
+            notes.append(f"{name}: JAX worker XLA_FLAGS `{h['xla_flags']}`, CPU affinity {h['affinity']}")
     return info, cfg, learner, out
 
 
-def bench_map(name: str, args: argparse.Namespace, notes: list[str]) -> list[str]:
-    """Markdown table rows (and printed lines) for map ``name``'s sizes."""
+def bench_map(name: str, args: argparse.Namespace, notes: list[str], record: list) -> list[str]:
+    """Markdown table rows (and printed lines) for map ``name``'s sizes; screened layouts go to ``record``."""
     workers: list[JaxWorker] = []
     try:
-        info, cfg, learner, cons = build_contenders(name, args, notes, workers)
+        info, cfg, learner, cons = build_contenders(name, args, notes, workers, record)
         for i in range(3):  # warm-up (also updates: every contender sees the same batch sequence)
             for c in cons:
                 c.run(1, i)
@@ -180,8 +182,9 @@ def bench_map(name: str, args: argparse.Namespace, notes: list[str]) -> list[str
         med = statistics.median(c.times)
         compile_s = c.compile_s if c.compile_s is not None else c.first_call_s - med
         rows.append(
-            f"| {name} | {LABELS[c.key]} | {med * 1e3:.1f} | {pct(c.times, 10) * 1e3:.1f} | "
-            f"{pct(c.times, 90) * 1e3:.1f} | {med / ms_med:.2f}x | {flops / med / 1e9:.1f} | "
+            f"| {name} | {LABELS[c.key]} | {c.layout} | {med * 1e3:.1f} | {pct(c.times, 10) * 1e3:.1f} | "
+            f"{pct(c.times, 90) * 1e3:.1f} | {statistics.median(c.cpu) * 1e3:.1f} | "
+            f"{sum(c.cpu) / sum(c.times):.2f} | {med / ms_med:.2f}x | {flops / med / 1e9:.1f} | "
             f"{c.first_call_s:.1f} | {'-' if c.key == 'torch' else f'{compile_s:.1f}'} | {c.first_loss:.7f} |"
         )
         print(rows[-1], flush=True)
@@ -203,12 +206,31 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=40, help="timed steps per contender and map")
     ap.add_argument("--block", type=int, default=5, help="steps per alternating block")
     ap.add_argument("--batch", type=int, default=32, help="episodes per batch")
-    ap.add_argument("--map-sizes", default="3m", help="comma-separated SMAC maps whose sizes to use")
+    ap.add_argument(
+        "--map-sizes", default="3m,8m,27m_vs_30m", help="comma-separated SMAC maps whose sizes to use"
+    )
     ap.add_argument("--contenders", default=",".join(CONTENDERS), help="comma-separated; ms is always run")
     ap.add_argument("--ms-threads", type=int, default=1)
     ap.add_argument("--torch-threads", type=int, default=1)
     ap.add_argument("--jax-threads", type=int, default=1)
     ap.add_argument("--jax-python", default=str(ROOT / ".venv-bench" / "bin" / "python"))
+    ap.add_argument("--jax-layouts", default="screen", help="comma-separated JAX layouts, or screen (all)")
+    ap.add_argument(
+        "--torch-compile-layouts",
+        default=",".join(TORCH_SCREEN),
+        help="comma-separated torch.compile layouts",
+    )
+    ap.add_argument(
+        "--torch-screen-every-map",
+        action="store_true",
+        help="screen the torch.compile layouts at every map (default: at the first; the rest run its winner)",
+    )
+    ap.add_argument("--screen-steps", type=int, default=4, help="steps per layout when screening layouts")
+    ap.add_argument(
+        "--pin-cpu",
+        default="auto",
+        help="CPU every contender is pinned to: N, auto (the last usable one) or none",
+    )
     ap.add_argument("--acting-calls", type=int, default=2000)
     ap.add_argument("--note", default="", help="a line about the conditions (e.g. a shared machine)")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "learner_step.md"))
@@ -223,9 +245,31 @@ def main() -> None:
     unknown = sorted(set(maps) - set(list_maps()))
     if unknown or not maps:
         ap.error(f"unknown maps {unknown} in --map-sizes; known: {', '.join(list_maps())}")
-    for key in ("steps", "block", "batch"):
+    for key in ("steps", "block", "batch", "screen_steps"):
         if getattr(args, key) < 1:
-            ap.error(f"--{key} must be >= 1, got {getattr(args, key)}")
+            ap.error(f"--{key.replace('_', '-')} must be >= 1, got {getattr(args, key)}")
+    try:
+        if args.jax_layouts != "screen":
+            args.jax_layouts = [parse_layout(x).name for x in args.jax_layouts.split(",")]
+        args.torch_compile_layouts = [
+            parse_torch_layout(x).name for x in args.torch_compile_layouts.split(",")
+        ]
+        if any(x.startswith("eager") for x in args.torch_compile_layouts):
+            raise ValueError(
+                "--torch-compile-layouts takes compiled layouts only (eager is the torch contender)"
+            )
+    except ValueError as exc:
+        ap.error(str(exc))
+    usable = sorted(os.sched_getaffinity(0))
+    pins = {"auto": str(usable[-1]), "none": "-1"}
+    if not pins.get(args.pin_cpu, args.pin_cpu).lstrip("-").isdigit() or (
+        args.pin_cpu not in pins and int(args.pin_cpu) not in usable
+    ):
+        ap.error(f"--pin-cpu must be auto, none or one of the usable CPUs {usable}, got {args.pin_cpu!r}")
+    args.pin_cpu = int(pins.get(args.pin_cpu, args.pin_cpu))
+    args.usable_cpus = set(usable)
+    args.pinned_cpus = {args.pin_cpu} if args.pin_cpu >= 0 else set(usable)
+    pin(args.pinned_cpus)
 
     setup(args.ms_threads, seed=0)
     cache = None
@@ -235,12 +279,13 @@ def main() -> None:
     run, started = harness.start(), time.strftime("%Y-%m-%d %H:%M:%S %Z")
     notes: list[str] = []
     header = (
-        "| map | contender | median ms | p10 | p90 | vs MindSpore | GFLOP/s | first call s | compile s "
-        "| first loss |"
+        "| map | contender | layout | median ms | p10 | p90 | CPU ms | CPU/wall | vs MindSpore | GFLOP/s "
+        "| first call s | compile s | first loss |"
     )
     print(header)
+    record: list[dict] = []
     try:
-        rows = [r for m in maps for r in bench_map(m, args, notes)]
+        rows = [r for m in maps for r in bench_map(m, args, notes, record)]
     finally:
         if cache:
             shutil.rmtree(cache, ignore_errors=True)
@@ -256,15 +301,20 @@ def main() -> None:
         "",
         *harness.header_lines(run, __file__, sys.argv[1:]),
         f"- {torch_v}; threads: MindSpore {args.ms_threads}, torch {args.torch_threads}, XLA "
-        f"{args.jax_threads}; MS_DEV_HOST_BLOCKING_RUN={os.environ.get('MS_DEV_HOST_BLOCKING_RUN')}",
+        f"{args.jax_threads}; every process pinned to CPU {args.pin_cpu} (-1: not pinned); "
+        f"MS_DEV_HOST_BLOCKING_RUN={os.environ.get('MS_DEV_HOST_BLOCKING_RUN')}",
+        "- CPU ms: median process CPU time per step (all threads); CPU/wall: their sums' ratio, above 1.05 "
+        "a second thread was at work; layout: the fastest of the screened ones (listed below the table); "
+        "torch.compile compiles on every usable CPU (inductor's worker processes), then runs pinned",
         f"- {args.steps} timed steps per contender after 3 warm-up steps, alternating blocks of "
         f"{args.block}; compile s: first call minus the median step (JAX: its lower + compile time)",
         *[f"- {n}" for n in notes],
         *([f"- note: {args.note}"] if args.note else []),
         "",
         header,
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         *rows,
+        *screening_table(record, args.screen_steps),
     ]
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -272,7 +322,7 @@ def main() -> None:
         out.write_text("# Learner step benchmark (QMIX)\n")
     with out.open("a") as f:
         f.write("\n".join(md) + "\n")
-    print("\n".join(md[4 : -3 - len(rows)]))
+    print("\n".join(md))
     print(f"appended to {out}")
 
 

@@ -63,11 +63,125 @@ def test_jax_worker_matches_the_mindspore_loss_before_and_after_an_update(tmp_pa
         assert first == pytest.approx(learner.loss_and_grads(batches[0])[0], abs=1e-5)
         assert "jax 0.10.2" in worker.hello["versions"]
         learner.train(batches[0], 0, 0)  # the worker's first call was this update
-        times, loss = worker.run(2, 1)
+        times, cpu, loss = worker.run(2, 1)
         learner.train(batches[1], 0, 0)
-        assert len(times) == 2 and all(t > 0 for t in times)
+        assert len(times) == len(cpu) == 2 and all(t > 0 for t in times) and all(c > 0 for c in cpu)
         assert loss == pytest.approx(learner.train(batches[1], 0, 0)["loss"], abs=1e-4)
         assert np.isfinite(loss) and loss != first
     finally:
         worker.close()
     assert worker.proc.returncode == 0
+
+
+def test_jax_layout_names_parse_and_bad_ones_say_what_is_allowed():
+    from jax_qmix_layouts import DEFAULT, PREVIOUS, Layout, combine, parse_layout, screening_layouts
+
+    assert parse_layout("u4-split") == Layout(gates="split", unroll=4)
+    assert parse_layout(PREVIOUS.name) == PREVIOUS and parse_layout("") == DEFAULT
+    for bad, msg in (("cell-hoist", "one per kind"), ("u0", "u<k>"), ("hoist-concat", "concat gates")):
+        with pytest.raises(ValueError, match=msg):
+            parse_layout(bad)
+    names = [x.name for x in screening_layouts()]
+    assert len(names) == len(set(names)) == 11 and PREVIOUS.name in names
+    times = dict.fromkeys(names, 1.0) | {
+        "cell-fused-u4-time-donate-bmm": 0.5,
+        "cell-split-u1-time-donate-bmm": 0.7,
+    }
+    assert combine(times) == Layout(gates="split", unroll=4)
+
+
+@pytest.mark.skipif(not JAX_PYTHON.is_file(), reason="needs the bench venv with JAX (make bench-env)")
+def test_every_jax_layout_has_the_mindspore_loss_and_gradients(tmp_path):
+    info, cfg, learner, batches = _setup("3m", 2)
+    arrays = [batch_arrays(b, cfg) for b in batches]
+    write_npz(tmp_path / "step.npz", info, cfg, params_to_numpy(learner.nets), arrays)
+    names = [  # every choice of every kind at least once (all 11 screening layouts take minutes here)
+        "hoist-split-u2-batch-keep-sum",
+        "cell-concat-u1-time-donate-bmm",
+        "full-fused-u4-batch-keep-bmm",
+        "full-split-u8-time-donate-sum",
+        "hoist-fused-u1-time-keep-bmm",
+        "cell-split-u2-batch-donate-sum",
+    ]
+    worker = JaxWorker(str(JAX_PYTHON), tmp_path / "step.npz", threads=1, layouts=names, pin_cpu=0)
+    try:
+        assert worker.hello["affinity"] == [0] and "intra_op" not in worker.hello["xla_flags"]
+        losses = worker.ask(op="grads", batch=1, out=str(tmp_path / "g.npz"))["losses"]
+        ms_loss, ms_grads = learner.loss_and_grads(batches[1])
+        firsts = {n: v["first_loss"] for n, v in worker.hello["layouts"].items()}
+        screened = worker.ask(op="screen", steps=2, block=1)["layouts"]
+        assert worker.ask(op="select", layout="cell-concat")["selected"] == names[1]
+        times, cpu, loss = worker.run(1, 1)
+    finally:
+        worker.close()
+    assert set(losses) == set(firsts) == set(screened) and len(losses) == len(names)
+    assert all(v == pytest.approx(ms_loss, abs=1e-5) for v in losses.values())
+    assert max(firsts.values()) - min(firsts.values()) < 1e-5
+    assert all(len(s["times"]) == len(s["cpu"]) == 2 for s in screened.values())
+    g = np.load(tmp_path / "g.npz")
+    ms_names = [p.name for p in learner.params]
+    for name in losses:
+        for pname, ms_g in zip(ms_names, ms_grads, strict=True):
+            np.testing.assert_allclose(g[f"{name}/{pname}"], ms_g, rtol=1e-3, atol=1e-5, err_msg=name)
+    assert len(times) == len(cpu) == 1 and np.isfinite(loss)
+
+
+def test_torch_layout_names_parse_and_bad_ones_say_what_is_allowed():
+    from torch_qmix_step import TorchLayout, parse_torch_layout
+
+    assert parse_torch_layout("max-autotune-no-cudagraphs-graph-hoist") == TorchLayout(
+        "max-autotune-no-cudagraphs", True, True
+    )
+    assert parse_torch_layout("default").name == "default-breaks-loop"
+    assert parse_torch_layout("eager-hoist").name == "eager-hoist"
+    for bad in ("eager-graph", "fast", "default-loop-hoist", "reduce-overhead-x"):
+        with pytest.raises(ValueError, match="torch layout"):
+            parse_torch_layout(bad)
+
+
+def test_torch_layouts_have_the_mindspore_loss_and_restore_their_state():
+    torch = pytest.importorskip("torch")
+    from torch_qmix_step import torch_peer
+
+    info, cfg, learner, batches = _setup("3m", 2)
+    weights = params_to_numpy(learner.nets)
+    tb = [[torch.from_numpy(x) for x in batch_arrays(b, cfg)] for b in batches]
+    ms_loss = learner.loss_and_grads(batches[0])[0]
+    learner.train(batches[0], 0, 0)
+    ms_second = learner.loss_and_grads(batches[1])[0]
+    for layout in ("eager-loop", "eager-hoist", "default-graph-loop", "default-graph-hoist"):  # fullgraph
+        # aot_eager: dynamo and AOT autograd as inductor gets them, without its C++ codegen (minutes cold)
+        step = torch_peer(info, cfg, weights, layout=layout, backend="aot_eager")
+        assert step(*tb[0]) == pytest.approx(ms_loss, abs=1e-5), layout
+        step.save()
+        second = step(*tb[1])
+        assert second == pytest.approx(ms_second, abs=1e-4), layout
+        step.restore()
+        assert step(*tb[1]) == pytest.approx(second, abs=1e-6), layout
+
+
+def test_screening_keeps_the_fastest_layout_and_lists_every_one():
+    from step_contenders import Contender, record_rows, screening_table
+
+    runs = {}
+    for lay, t in (("slow", 0.03), ("fast", 0.01)):
+        runs[lay] = Contender("jax", None, 1.5, 4.0, 3.0, lay)
+        runs[lay].times, runs[lay].cpu = [t, t, 2 * t], [t, t, 2 * t]
+    record: list[dict] = []
+    assert record_rows("3m", "JAX", runs, record) == "fast"
+    lines = screening_table(record, 3)
+    assert [r["layout"] for r in record] == ["slow", "fast"] and record[1]["ms"] == pytest.approx(10.0)
+    assert "| 3m | JAX | fast | 10.0 | 1.00 | 3.0 | 1.5000000 |" in lines and screening_table([], 3) == []
+
+
+def test_bad_layout_or_cpu_arguments_fail_with_what_is_allowed():
+    import subprocess
+
+    script = str(ROOT / "benchmarks" / "learner_step.py")
+    for args, msg in (
+        (["--jax-layouts", "cell-hoist"], "tokens, one per kind"),
+        (["--torch-compile-layouts", "eager-loop"], "compiled layouts only"),
+        (["--pin-cpu", "999"], "usable CPUs"),
+    ):
+        out = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2 and msg in out.stderr, (args, out.stderr[-500:])
