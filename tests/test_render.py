@@ -64,12 +64,7 @@ def test_protoss_units_get_a_shield_bar_and_the_last_frame_the_outcome():
 
 
 def test_a_replay_keeps_one_view(tmp_path):
-    env = StarCraft2Env("3m", seed=0, backend="sim", replay_dir=str(tmp_path))
-    env.reset()
-    rng = np.random.default_rng(0)
-    done = False
-    while not done:
-        _, done, _ = env.step([rng.choice(np.flatnonzero(a)) for a in env.get_avail_actions()])
+    env = _played(tmp_path)
     with Image.open(env.save_replay()) as gif:
         assert gif.size == (512, 512) and gif.n_frames >= 2
 
