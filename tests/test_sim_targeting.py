@@ -190,3 +190,28 @@ def test_periodic_scans_spread_the_first_shot_over_loops():
             eng.step(np.array([STOP]))
             left[rules].add(float(S[1, S_CD]))
     assert max(left["scan8"]) > max(left[None])
+
+
+def test_a_hit_enemy_calls_the_idle_ones_within_4_to_its_attacker():
+    """Call for help (X: Core DU_WEAP CallForHelp, CallForHelpRadius 4, CallForHelpPeriod 2 s)."""
+    from marl.envs.smac.sim import units as U
+    from marl.envs.smac.sim.targeting import _call_for_help
+
+    eng, S = engine(spec_of([("marine", 1, (9, 16))], [("marine", 3, (16, 16))]))
+    E = S[None]  # the kernels index (env, unit, column)
+    for k, x in ((1, 16.0), (2, 19.5), (3, 21.0)):  # the victim; 3.5 from it; 5.0 from it
+        place(S, k, x)
+        S[k, S_TGT] = -1.0
+    S[1, U.S_LA] = 0  # ally 0 hit it in this loop
+    S[2, U.S_LA] = S[3, U.S_LA] = -1.0
+    hp0 = S[:, S_HP] + S[:, U.S_SH]
+    S[1, S_HP] -= 6.0
+    _call_for_help(0, 1, U.PROPS, eng._batch.utype, E, hp0)
+    assert S[2, U.S_LA] == 0 and S[3, U.S_LA] == -1.0  # within 4 answers, beyond does not
+    assert S[1, U.S_CFH] == U.CALL_FOR_HELP_LOOPS
+    S[3, U.S_LA] = -1.0
+    place(S, 3, 18.0)  # now within 4, but the victim called less than a period ago
+    hp0 = S[:, S_HP] + S[:, U.S_SH]
+    S[1, S_HP] -= 6.0
+    _call_for_help(0, 1, U.PROPS, eng._batch.utype, E, hp0)
+    assert S[3, U.S_LA] == -1.0 and S[1, U.S_CFH] == U.CALL_FOR_HELP_LOOPS - 1
