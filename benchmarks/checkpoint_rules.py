@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -30,29 +29,21 @@ import harness  # noqa: E402
 def play(run: Path, rules: list[str], episodes: int, seed: int) -> list[dict[str, float]]:
     """Greedy win rate (with its Wilson interval) and mean return of ``run``'s newest intact checkpoint
     under each of ``rules``, ``episodes`` episodes each, all envs stepped together."""
-    from marl import registry
     from marl.checkpoint import load_latest
-    from marl.config import config_from_dict
-    from marl.envs.factory import make_env_fn
     from marl.envs.smac.research import variant_env
+    from marl.evaluate import load_policy
     from marl.report.paper_runs import wilson
-    from marl.trainer_state import check_payload, flatten_arrays
-    from marl.utils import ms as msu
+    from marl.trainer_state import check_payload
 
     payload = load_latest(run, check=check_payload)
-    cfg = replace(config_from_dict(payload["meta"]["config"]), seed=seed)
-    if cfg.env.name != "sc2":
-        raise SystemExit(f"{run}: a run on a SMAC map is needed, this one played {cfg.env.name}")
-    msu.setup(threads=1, device="cpu")
-    probe = make_env_fn(cfg)(0)
-    info = probe.env_info()
-    probe.close()
-    learner = registry.build("learner", cfg.learner.name, info=info, cfg=cfg)
-    learner.load_state_dict(flatten_arrays(payload["arrays"]))
+    if payload["meta"]["config"]["env"]["name"] != "sc2":
+        name = payload["meta"]["config"]["env"]["name"]
+        raise SystemExit(f"{run}: a run on a SMAC map is needed, this one played {name}")
+    policy = load_policy(payload, seed)
+    cfg = policy.cfg
     out = []
     for rule in rules:
-        controller = learner.make_controller(seed=seed)
-        controller.load_weights(learner.actor_weights())
+        controller = policy.controller(seed)
         env = variant_env(cfg.env.map_name, episodes, seed, "" if rule == "default" else rule, fused=False)
         env.reset()
         controller.init_hidden(episodes)

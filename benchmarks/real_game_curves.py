@@ -36,6 +36,7 @@ import harness  # noqa: E402
 from marl.report.paper_runs import (  # noqa: E402
     CHECKPOINTS,
     DEFAULT_DATA,
+    PAPER_PRESETS,
     RECORD_CURVES,
     RECORD_STD,
     band,
@@ -47,8 +48,6 @@ from marl.report.paper_runs import (  # noqa: E402
 from marl.report.records import CURVE_KEYS, read_record, record_from_run_dir, write_record  # noqa: E402
 from marl.report.runs import engine_of  # noqa: E402
 
-# our preset -> the paper's algorithm name in the data
-PAPER_ALG = {"qmix_smac_paper": "QMIX", "vdn_smac_paper": "VDN", "iql_smac_paper": "IQL"}
 METRICS = RECORD_CURVES
 
 
@@ -174,8 +173,8 @@ def report(records_dir: Path, out: Path, data: Path, allow_mixed: bool = False) 
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for path in sorted(records_dir.glob("*.json")):
         rec = read_record(path)
-        if rec["alg"] in PAPER_ALG:
-            groups[rec["task"], PAPER_ALG[rec["alg"]]].append(rec)
+        if rec["alg"] in PAPER_PRESETS:
+            groups[rec["task"], PAPER_PRESETS[rec["alg"]]].append(rec)
     refusal = mixed(groups)
     if refusal and not allow_mixed:
         raise SystemExit(refusal)

@@ -7,7 +7,7 @@ checkpoint of a run re-evaluated over ten times the usual number of test episode
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from marl import registry
@@ -17,6 +17,57 @@ from marl.envs.base import EnvInfo
 from marl.envs.factory import make_env_fn
 from marl.runners import RolloutStats
 from marl.trainer_state import check_same_env, flatten_arrays
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A checkpoint's learner on the environment it is played on (see :func:`load_policy`)."""
+
+    cfg: Any  # the run's config with the seed and env changes applied
+    info: EnvInfo
+    env_fn: Any  # make_env_fn(cfg)
+    engine: dict[str, Any]  # the env's engine record ({} where it has no versioned engine)
+    learner: Any
+
+    def controller(self, seed: int) -> Any:
+        """A fresh acting controller with the checkpoint's weights."""
+        controller = self.learner.make_controller(seed=seed)
+        controller.load_weights(self.learner.actor_weights())
+        return controller
+
+
+def load_policy(
+    payload: dict[str, Any],
+    seed: int,
+    map_name: str | None = None,
+    backend: str | None = None,
+    device: str | None = None,
+) -> Policy:
+    """The learner of a loaded checkpoint (:func:`marl.checkpoint.load`), its weights restored, on its
+    environment (``map_name``/``backend`` changed where given; MindSpore set up on ``device``, by default
+    the one it trained on). Raises ``ValueError`` when the environment's sizes differ from the
+    checkpoint's."""
+    from marl.utils import ms as msu
+
+    cfg = config_from_dict(payload["meta"]["config"])
+    env_changes = {}
+    if map_name:
+        env_changes["map_name"] = map_name
+    if backend:
+        env_changes["backend"] = backend
+    cfg = replace(cfg, seed=seed, env=replace(cfg.env, **env_changes))
+    msu.setup(threads=cfg.ms_threads, device=device or cfg.ms_device)
+    env_fn = make_env_fn(cfg)
+    probe = env_fn(0)
+    info = probe.env_info()
+    engine = probe.engine_info() if hasattr(probe, "engine_info") else {}  # what the numbers were played on
+    probe.close()
+    check_same_env(
+        EnvInfo.from_dict(payload["meta"]["env_info"]), info, f"evaluate {payload['_checkpoint']['path']}"
+    )
+    learner = registry.build("learner", cfg.learner.name, info=info, cfg=cfg)
+    learner.load_state_dict(flatten_arrays(payload["arrays"]))
+    return Policy(cfg, info, env_fn, dict(engine), learner)
 
 
 def evaluate_payload(
@@ -38,38 +89,16 @@ def evaluate_payload(
     differ from those the checkpoint was trained on. ``replay_format`` (``gif`` or ``mp4``) is the file format
     of the replay that ``save_replay`` writes on the embedded engine.
     """
-    from marl.utils import ms as msu
-
     if episodes < 1 or n_envs < 1:
         raise ValueError(f"episodes and n_envs must be >= 1, got {episodes} and {n_envs}")
-    cfg = config_from_dict(payload["meta"]["config"])
-    env_changes = {}
-    if map_name:
-        env_changes["map_name"] = map_name
-    if backend:
-        env_changes["backend"] = backend
-    cfg = replace(cfg, seed=seed, env=replace(cfg.env, **env_changes))
-    msu.setup(threads=cfg.ms_threads, device=device or cfg.ms_device)  # default: the device it trained on
-    env_fn = make_env_fn(cfg)
-    probe = env_fn(0)
-    info = probe.env_info()
-    engine = probe.engine_info() if hasattr(probe, "engine_info") else {}  # what the numbers were played on
-    probe.close()
-    check_same_env(
-        EnvInfo.from_dict(payload["meta"]["env_info"]), info, f"evaluate {payload['_checkpoint']['path']}"
-    )
-
-    learner = registry.build("learner", cfg.learner.name, info=info, cfg=cfg)
-    learner.load_state_dict(flatten_arrays(payload["arrays"]))
-    controller = learner.make_controller(seed=seed)
-    controller.load_weights(learner.actor_weights())
+    policy = load_policy(payload, seed, map_name, backend, device)
     n_envs = min(n_envs, episodes)
     runner = registry.build(
         "runner",
         "parallel",
-        env_fn=env_fn,
-        scheme=Scheme(info),
-        controller=controller,
+        env_fn=policy.env_fn,
+        scheme=Scheme(policy.info),
+        controller=policy.controller(seed),
         batch_size_run=n_envs,
         batched=not save_replay,  # replays come from per-env StarCraft2Envs
     )
@@ -91,6 +120,6 @@ def evaluate_payload(
         "won": won,
         "returns": returns,
     }
-    if engine:
-        result["engine"] = dict(engine)
+    if policy.engine:
+        result["engine"] = dict(policy.engine)
     return result, replay

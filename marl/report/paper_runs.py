@@ -156,6 +156,8 @@ def widened(b: Band, metric: str, return_std: float | None = None) -> tuple[floa
     return b.lo - half, b.hi + half
 
 
+# our presets of the paper's settings (configs/algs/*_smac_paper.yaml) -> the algorithm's name in the data
+PAPER_PRESETS = {"qmix_smac_paper": "QMIX", "vdn_smac_paper": "VDN", "iql_smac_paper": "IQL"}
 # a metric of the table -> the curve of a run record (marl.report.records) that holds it
 RECORD_CURVES = {"win_rate": "test_win_rate", "return": "test_return_mean"}
 RECORD_STD = "test_return_std"

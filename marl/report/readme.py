@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from marl.report.paper_runs import band, load_paper_runs, ours_at, verdict
+from marl.report.paper_runs import PAPER_PRESETS, band, load_paper_runs, ours_at, verdict
 from marl.report.records import read_record
 from marl.report.runs import engine_of
 from marl.report.summary import markdown_tables
@@ -163,8 +163,6 @@ def smac_paper_block(results: Path) -> str:
 
 ENGINE_RECORDS = Path("runs") / "smac_paper"
 ENGINE_STEPS = (300_000, 1_000_000)
-# our preset -> the paper's algorithm name in its data
-PAPER_PRESETS = {"qmix_smac_paper": "QMIX", "vdn_smac_paper": "VDN", "iql_smac_paper": "IQL"}
 MIN_SEEDS_CI = 3
 
 
