@@ -45,6 +45,9 @@ def test_benchmarks_are_suite_folders_around_one_shared_harness():
     assert tuple(packages) == SUITES
     folders = sorted(p.name for p in BENCH.iterdir() if p.is_dir() and p.name != "__pycache__")
     assert folders == sorted([*SUITES, "data", "results"])
+    # the suites stand without the one-off studies: no suite imports research/
+    suite_files = [p for p in BENCH.glob("*/*.py") if p.parent.name != "research"]
+    assert [p.name for p in suite_files if "benchmarks.research" in p.read_text(encoding="utf-8")] == []
 
 
 def test_every_benchmark_script_and_result_file_is_in_the_index():

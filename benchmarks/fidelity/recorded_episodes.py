@@ -194,7 +194,7 @@ def fire_split(hp_TN: np.ndarray) -> tuple[list[float], list[int], list[int]]:
     For each transition from a state with at least one ally dead and two or more alive, in which two or
     more hits landed: distinct allies hit / min(hits, living allies), 1 = spread as widely as possible,
     1 / min(...) = all on one. Also returned: the distinct allies hit in every transition with a hit,
-    before and after the first death. ``targeting_probe.split_index`` is the same ratio over the enemies'
+    before and after the first death. ``replay_engine.split_index`` is the same ratio over the enemies'
     *targets* (distinct targets / min(enemies with a target, living allies)); here a landed hit stands
     for an enemy with a target, as a marine lands at most one hit per step.
     """

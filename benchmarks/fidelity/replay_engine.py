@@ -18,14 +18,25 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from benchmarks.fidelity.recorded_episodes import Episode, unpack
-from benchmarks.research.targeting_probe import split_index
 from marl.envs.smac.sim.engine import BatchedSimEngine
-from marl.envs.smac.sim.units import S_HP, S_OX, S_OY, S_X, S_Y
+from marl.envs.smac.sim.units import S_HP, S_OX, S_OY, S_TGT, S_X, S_Y
 from marl.envs.smac.types import MapSpec
 
 RUNNING, WON, LOST, DRAW, TIMEOUT = 0, 1, 2, 3, 4  # engine.battle_status codes, plus the episode limit
 DIVERGENCE_STEPS = (0, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30)
 SUBS = ("dead_in_engine", "alive_in_engine_only", "attack_unavailable", "move_unavailable")
+
+
+def split_index(S_UC: np.ndarray, n: int) -> float | None:
+    """Distinct targets of the living enemies / min(enemies with a target, living allies), or None."""
+    hp = S_UC[:, S_HP]
+    if (hp[:n] <= 0).sum() == 0 or (hp[:n] > 0).sum() < 2:
+        return None
+    tgt = S_UC[n:, S_TGT][hp[n:] > 0]
+    tgt = tgt[tgt >= 0]
+    if len(tgt) < 2:
+        return None
+    return len(set(tgt.tolist())) / min(len(tgt), int((hp[:n] > 0).sum()))
 
 
 @dataclass
@@ -40,7 +51,7 @@ class Replays:
     subs: dict[str, int] = field(default_factory=dict)  # recorded actions replaced by no-op, by cause
     actions: int = 0  # recorded agent actions replayed
     past_recording: int = 0  # engine steps after the recorded actions ran out (all no-op)
-    target_split_R: list[list[float]] = field(default_factory=list)  # targeting_probe.split_index values
+    target_split_R: list[list[float]] = field(default_factory=list)  # split_index values
 
 
 def _pairing(rec_K2: np.ndarray, eng_K2: np.ndarray) -> np.ndarray:

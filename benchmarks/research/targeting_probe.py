@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository r
 
 import marl.envs.smac.sim.engine as sim_engine  # noqa: E402
 from benchmarks.fidelity.fidelity import play_batched  # noqa: E402
+from benchmarks.fidelity.replay_engine import split_index  # noqa: E402
 from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
-from marl.envs.smac.sim.units import S_HP, S_TGT  # noqa: E402
 
 
 def mirrored_layout(spec) -> np.ndarray:
@@ -36,18 +36,6 @@ def mirrored_layout(spec) -> np.ndarray:
     n = spec.n_agents
     pos[n:, 0] = 2.0 * xs - pos[n:, 0]
     return pos
-
-
-def split_index(S_UC: np.ndarray, n: int) -> float | None:
-    """Distinct targets of the living enemies / min(enemies with a target, living allies), or None."""
-    hp = S_UC[:, S_HP]
-    if (hp[:n] <= 0).sum() == 0 or (hp[:n] > 0).sum() < 2:
-        return None
-    tgt = S_UC[n:, S_TGT][hp[n:] > 0]
-    tgt = tgt[tgt >= 0]
-    if len(tgt) < 2:
-        return None
-    return len(set(tgt.tolist())) / min(len(tgt), int((hp[:n] > 0).sum()))
 
 
 def probe(
