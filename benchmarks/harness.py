@@ -48,7 +48,6 @@ def start() -> Run:
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"  # every suite's result files
-DATA = ROOT / "benchmarks" / "data"  # the published figures the suites compare with
 
 
 def shown(arg: str) -> str:
