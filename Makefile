@@ -10,7 +10,7 @@ PORT ?= 8080
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
-.PHONY: venv venv-test kernels train test test-fast test-external coverage lint tables docs docs-serve bench bench-env bench-step torchrl-env board board-env board-stop clean
+.PHONY: venv venv-test kernels train test test-fast test-external coverage lint tables docs docs-serve bench bench-env bench-step bench-throughput bench-fidelity bench-interop torchrl-env board board-env board-stop clean
 
 # The virtual environment is (re)built whenever pyproject.toml changes: `make train` installs what training
 # needs (the `train` extra); `make test` adds the test tools, the game client, Ray, the report statistics,
@@ -80,8 +80,8 @@ docs-serve: $(VENV)/.installed-docs
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs serve
 
 # JAX needs numpy 2, MindSpore numpy < 2: JaxMARL's SMAX (the throughput peer) and the JAX learner step
-# (benchmarks/jax_qmix_step.py) live in their own venv. jax 0.10.2 is the newest release for Python 3.11
-# (0.11 and later need Python >= 3.12); the stamp names the version, so changing it reinstalls.
+# (benchmarks/learner_step/jax_qmix_step.py) live in their own venv. jax 0.10.2 is the newest release for
+# Python 3.11 (0.11 and later need Python >= 3.12); the stamp names the version, so changing it reinstalls.
 BENCH_VENV ?= .venv-bench
 JAX_VERSION ?= 0.10.2
 $(BENCH_VENV)/.installed-jax$(JAX_VERSION):
@@ -98,9 +98,10 @@ bench-env: venv-test $(BENCH_VENV)/.installed-jax$(JAX_VERSION)
 STEP_ARGS ?=
 bench-step: bench-env
 	$(PY) -m pip install -q -e ".[bench]"
-	$(PY) benchmarks/learner_step.py --jax-python $(BENCH_VENV)/bin/python $(STEP_ARGS)
+	$(PY) benchmarks/learner_step/learner_step.py --jax-python $(BENCH_VENV)/bin/python $(STEP_ARGS)
 
-# TorchRL (torch 2.13 CPU) with this package's engine-only install (no MindSpore), for benchmarks/torchrl_mappo.py.
+# TorchRL (torch 2.13 CPU) with this package's engine-only install (no MindSpore), for
+# benchmarks/interop/torchrl_mappo.py.
 TORCHRL_VENV ?= .venv-torchrl
 $(TORCHRL_VENV)/.installed: pyproject.toml
 	test -x $(TORCHRL_VENV)/bin/python || $(PYTHON) -m venv $(TORCHRL_VENV)
@@ -110,13 +111,20 @@ $(TORCHRL_VENV)/.installed: pyproject.toml
 
 torchrl-env: $(TORCHRL_VENV)/.installed
 
-bench: bench-step
-	$(PY) benchmarks/sim_throughput.py
-	$(PY) benchmarks/sim_paired.py
-	$(PY) benchmarks/smac_api_step.py
-	$(PY) benchmarks/fidelity.py
-	$(MAKE) torchrl-env
-	$(TORCHRL_VENV)/bin/python benchmarks/torchrl_mappo.py --map 3m --frames 400000 --budget-s 1200
+# The suites of benchmarks/ (benchmarks/README.md), one target each; `make bench` runs the four. The learning
+# suite and the research studies are run one script at a time (each script's --help).
+bench-throughput: bench-env
+	$(PY) benchmarks/throughput/sim_throughput.py
+	$(PY) benchmarks/throughput/sim_paired.py
+	$(PY) benchmarks/throughput/smac_api_step.py
+
+bench-fidelity: venv-test
+	$(PY) benchmarks/fidelity/fidelity.py
+
+bench-interop: torchrl-env
+	$(TORCHRL_VENV)/bin/python benchmarks/interop/torchrl_mappo.py --map 3m --frames 400000 --budget-s 1200
+
+bench: bench-step bench-throughput bench-fidelity bench-interop
 
 # MindInsight 2.3.1 pins protobuf 3.20, which breaks mindspore 2.10: it lives in its own venv.
 $(BOARD_VENV)/.installed:

@@ -47,6 +47,7 @@ def start() -> Run:
 
 
 ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"  # every suite's result files
 
 
 def shown(arg: str) -> str:
@@ -63,9 +64,22 @@ def shown(arg: str) -> str:
     return key + sep + shown
 
 
+def script_path(script: str | Path) -> str:
+    """A benchmark script (its ``__file__``) as a result file names it: its path from the repository root,
+    ``benchmarks/<suite>/<name>.py``; a script outside the repository only as ``benchmarks/<name>.py``."""
+    path = Path(script)
+    try:
+        return (
+            path.resolve().relative_to(ROOT).as_posix() if path.is_absolute() else f"benchmarks/{path.name}"
+        )
+    except ValueError:
+        return f"benchmarks/{path.name}"
+
+
 def command(script: str | Path, args: Sequence[str], python: str = ".venv/bin/python") -> str:
-    """The command line as a result file shows it: ``python benchmarks/<script> args``, repo-relative."""
-    return shlex.join([python, f"benchmarks/{Path(script).name}", *map(shown, args)])
+    """The command line as a result file shows it: ``python benchmarks/<suite>/<script> args``,
+    repo-relative."""
+    return shlex.join([python, script_path(script), *map(shown, args)])
 
 
 def header(

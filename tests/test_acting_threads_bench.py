@@ -1,17 +1,11 @@
-"""``benchmarks/acting_threads.py`` runs end to end and writes one row per (map, other core)."""
+"""``benchmarks/research/acting_threads.py`` runs end to end and writes one row per (map, other core)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.research import acting_threads as bench
 
 
 def test_acting_threads_writes_a_row_per_cell(tmp_path):
-    spec = importlib.util.spec_from_file_location("acting_threads", ROOT / "benchmarks" / "acting_threads.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
     out = tmp_path / "acting.md"
     bench.main(["--maps", "3m", "--reps", "50", "--rounds", "1", "--envs", "2", "--out", str(out)])
     text = out.read_text()

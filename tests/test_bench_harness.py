@@ -9,10 +9,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import harness  # noqa: E402
-
-from marl.envs.smac import ENGINE_VERSION  # noqa: E402
+from benchmarks import harness
+from marl.envs.smac import ENGINE_VERSION
 
 
 def test_header_names_command_date_code_engine_versions_machine_and_load():
@@ -29,22 +27,38 @@ def test_header_names_command_date_code_engine_versions_machine_and_load():
 
 
 def test_command_keeps_the_python_it_is_given():
-    assert harness.command("a/b/fidelity.py", [], python="python") == "python benchmarks/fidelity.py"
+    script = harness.ROOT / "benchmarks" / "fidelity" / "fidelity.py"
+    assert harness.command(script, [], python="python") == "python benchmarks/fidelity/fidelity.py"
+
+
+def test_command_names_a_script_by_its_suite_folder_and_one_elsewhere_by_its_name():
+    # a script's __file__ inside the repository: its path from the root, suite folder included
+    for script in sorted((harness.ROOT / "benchmarks").glob("*/*.py")):
+        suite = script.parent.name
+        assert harness.script_path(script) == f"benchmarks/{suite}/{script.name}"
+    # a copy outside the repository, or a bare name: no path beyond the name
+    assert harness.script_path("/elsewhere/benchmarks/learning/x.py") == "benchmarks/x.py"
+    assert harness.script_path("x.py") == "benchmarks/x.py"
 
 
 def test_command_shows_no_path_outside_the_repository():
     inside = str(harness.ROOT / "benchmarks" / "results" / "x.md")
     args = ["--out", inside, "/elsewhere/data/log_0.tfrecord", "--note", "a b", "results_dir=/elsewhere/r"]
-    shown = harness.command("fidelity.py", args)
+    shown = harness.command(harness.ROOT / "benchmarks" / "fidelity" / "fidelity.py", args)
     assert shown == (
-        ".venv/bin/python benchmarks/fidelity.py --out benchmarks/results/x.md "
+        ".venv/bin/python benchmarks/fidelity/fidelity.py --out benchmarks/results/x.md "
         "'<outside>/log_0.tfrecord' --note 'a b' 'results_dir=<outside>/r'"
     )
 
 
 def test_header_line_is_the_header_on_one_line():
-    line = harness.header_line(harness.start(), "learn_baselines.py", ["--map", "3m"], python="python")
-    assert line.startswith("`python benchmarks/learn_baselines.py --map 3m`: date ")
+    line = harness.header_line(
+        harness.start(),
+        harness.ROOT / "benchmarks/learning/learn_baselines.py",
+        ["--map", "3m"],
+        python="python",
+    )
+    assert line.startswith("`python benchmarks/learning/learn_baselines.py --map 3m`: date ")
     assert "; code commit " in line or "; code not a git checkout" in line
     assert "; versions python " in line and "; machine " in line and "\n" not in line
 

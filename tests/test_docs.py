@@ -35,15 +35,63 @@ def test_readme_is_one_screenful_per_question_and_links_the_manual():
             assert (ROOT / link).exists(), f"README.md links {link}, which does not exist"
 
 
+BENCH = ROOT / "benchmarks"
+SUITES = ("fidelity", "interop", "learner_step", "learning", "research", "throughput")
+
+
+def test_benchmarks_are_suite_folders_around_one_shared_harness():
+    assert sorted(p.name for p in BENCH.glob("*.py")) == ["__init__.py", "harness.py"]
+    packages = sorted(p.name for p in BENCH.iterdir() if (p / "__init__.py").is_file())
+    assert tuple(packages) == SUITES
+    folders = sorted(p.name for p in BENCH.iterdir() if p.is_dir() and p.name != "__pycache__")
+    assert folders == sorted([*SUITES, "data", "results"])
+    # the suites stand without the one-off studies: no suite imports research/
+    suite_files = [p for p in BENCH.glob("*/*.py") if p.parent.name != "research"]
+    assert [p.name for p in suite_files if "benchmarks.research" in p.read_text(encoding="utf-8")] == []
+
+
 def test_every_benchmark_script_and_result_file_is_in_the_index():
-    index = (ROOT / "benchmarks" / "README.md").read_text(encoding="utf-8")
+    index = (BENCH / "README.md").read_text(encoding="utf-8")
     names = _backticked(index)
-    scripts = sorted(p.name for p in (ROOT / "benchmarks").glob("*.py"))
+    # every script by its path under benchmarks/: a suite's in the suites' table, a study's in the studies'
+    suites_part, studies_part = index.split("## One-off studies")
+    scripts = sorted(p.relative_to(BENCH).as_posix() for p in BENCH.glob("*/*.py") if p.name != "__init__.py")
     assert [s for s in scripts if s not in names] == []
-    results = sorted(p.name for p in (ROOT / "benchmarks" / "results").iterdir() if p.is_file())
+    part = {True: _backticked(studies_part), False: _backticked(suites_part)}
+    assert [s for s in scripts if s not in part[s.startswith("research/")]] == []
+    # no entry names a script or a data file that is not there (a path left behind by a move)
+    listed = [n for n in names if re.fullmatch(r"[a-z_]+/\w+\.(py|yaml|json)", n)]
+    assert [n for n in listed if not (BENCH / n).is_file()] == []
+    assert [p.name for p in (BENCH / "data").iterdir() if p.name not in names] == []
+    results = sorted(p.name for p in (BENCH / "results").iterdir() if p.is_file())
     patterns = [n for n in names if "." in n or "*" in n]
     unindexed = [r for r in results if not any(fnmatch.fnmatch(r, p) for p in patterns)]
     assert unindexed == []
+
+
+def _tracked_text() -> list[Path]:
+    """The repository's prose and code, less tests/ and the result files (they keep their commands as run)."""
+    files = [
+        ROOT / "README.md",
+        ROOT / "CHANGELOG.md",
+        ROOT / "Makefile",
+        ROOT / "mkdocs.yml",
+        BENCH / "README.md",
+    ]
+    files += sorted((ROOT / "docs").glob("*.md")) + sorted((ROOT / "scripts").glob("*.py"))
+    files += sorted((ROOT / "marl").rglob("*.py")) + sorted((ROOT / "marl").rglob("*.yaml"))
+    files += sorted((ROOT / "configs").rglob("*.yaml")) + sorted(BENCH.glob("*/*.py"))
+    return [f for f in files if f.is_file()]
+
+
+def test_every_benchmarks_path_the_repository_names_exists():
+    stale = []
+    for path in _tracked_text():
+        text = path.read_text(encoding="utf-8")
+        for name in sorted(set(re.findall(r"benchmarks/[\w/]+\.(?:py|yaml|json|md)\b", text))):
+            if not (ROOT / name).exists() and not name.startswith("benchmarks/results/"):
+                stale.append(f"{path.relative_to(ROOT)}: {name}")
+    assert stale == []
 
 
 def _nav_pages(nav: list) -> list[str]:

@@ -1,6 +1,6 @@
-"""benchmarks/epymarl_qmix.py without EPyMARL: its command line, its run-time patch of gymma (driven through a
-stand-in for EPyMARL's gymma module written here), and the parsing of Sacred's metrics and of learn_smac's
-table."""
+"""benchmarks/interop/epymarl_qmix.py without EPyMARL: its command line, its run-time patch of gymma (driven
+through a stand-in for EPyMARL's gymma module written here), and the parsing of Sacred's metrics and of
+learn_smac's table."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.interop.epymarl_qmix import LAUNCHER, build_command, parse_learn_smac, parse_metrics
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from epymarl_qmix import LAUNCHER, build_command, parse_learn_smac, parse_metrics  # noqa: E402
 
 # A stand-in for EPyMARL's envs/gymma.py with the two behaviours the launcher replaces: the state is the
 # concatenated observations and every action is marked available.
@@ -113,7 +113,8 @@ def test_sacred_metrics_give_steps_and_time_to_the_target() -> None:
 
 def test_our_figures_are_read_from_learn_smacs_table() -> None:
     header = "| map | seed | reached | t_env at target | trainer clock at target | since launch "
-    assert header in (ROOT / "benchmarks" / "learn_smac.py").read_text()  # the format parsed below
+    # the format parsed below
+    assert header in (ROOT / "benchmarks" / "learning" / "learn_smac.py").read_text()
     text = (
         "# Learning benchmark\n\n"
         f"{header}| best test win rate | final | t_env run | run wall-clock | 1-min load (min–max) |\n"

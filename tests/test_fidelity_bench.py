@@ -1,16 +1,12 @@
-"""benchmarks/fidelity.py: the episode loop and the statistics it reports."""
+"""benchmarks/fidelity/fidelity.py: the episode loop and the statistics it reports."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import fidelity  # noqa: E402
-import two_stalker_probe  # noqa: E402
+from benchmarks.fidelity import fidelity
+from benchmarks.research import two_stalker_probe
 
 
 def test_wilson_interval_matches_known_values():

@@ -1,16 +1,11 @@
 """The SMAClite backend of the fidelity benchmark: SMAC's heuristic, on stand-ins for SMAClite's units."""
 
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-from fidelity_smaclite import SMACLITE_MAPS, heuristic_actions  # noqa: E402
-
-from marl.envs.smac.maps import list_maps  # noqa: E402
+from benchmarks.fidelity.fidelity_smaclite import SMACLITE_MAPS, heuristic_actions
+from marl.envs.smac.maps import list_maps
 
 
 def _unit(x: float, kind: str = "MARINE", hp: float = 45.0, max_hp: float = 45.0) -> SimpleNamespace:

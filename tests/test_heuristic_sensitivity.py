@@ -1,21 +1,17 @@
-"""benchmarks/heuristic_sensitivity.py: the candidate formations and that a layout reaches the engine."""
+"""benchmarks/research/heuristic_sensitivity.py: the candidate formations and that a layout reaches the
+engine."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import fidelity  # noqa: E402
-import heuristic_sensitivity as hs  # noqa: E402
-
-from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
-from marl.envs.smac.maps import load_map  # noqa: E402
-from marl.envs.smac.sim.engine import spawn_layout  # noqa: E402
-from marl.envs.smac.sim.units import PROPS, RADIUS, type_ids  # noqa: E402
+from benchmarks.fidelity import fidelity
+from benchmarks.research import heuristic_sensitivity as hs
+from marl.envs.smac.batched_env import BatchedStarCraft2Env
+from marl.envs.smac.maps import load_map
+from marl.envs.smac.sim.engine import spawn_layout
+from marl.envs.smac.sim.units import PROPS, RADIUS, type_ids
 
 
 def _radii(spec) -> np.ndarray:

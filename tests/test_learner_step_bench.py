@@ -1,5 +1,5 @@
-"""benchmarks/learner_step.py's contenders: the matmul FLOP count and the torch / JAX steps' parity with
-the MindSpore learner. Each test needs its contender's optional install and is skipped without it:
+"""benchmarks/learner_step/learner_step.py's contenders: the matmul FLOP count and the torch / JAX steps'
+parity with the MindSpore learner. Each test needs its contender's optional install and is skipped without it:
 torch (``pip install -e ".[bench]"``) or the bench venv with JAX (``make bench-env``)."""
 
 from __future__ import annotations
@@ -10,14 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from jax_qmix_step import JaxWorker, write_npz  # noqa: E402
-from qmix_workload import batch_arrays, map_info, step_matmul_flops, synthetic_batch  # noqa: E402
+from benchmarks.learner_step.jax_qmix_step import JaxWorker, write_npz
+from benchmarks.learner_step.qmix_workload import batch_arrays, map_info, step_matmul_flops, synthetic_batch
+from marl.config.schema import Config, LearnerConfig
+from marl.learners import QLearner
+from marl.utils.ms import params_to_numpy, setup
 
-from marl.config.schema import Config, LearnerConfig  # noqa: E402
-from marl.learners import QLearner  # noqa: E402
-from marl.utils.ms import params_to_numpy, setup  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 JAX_PYTHON = ROOT / ".venv-bench" / "bin" / "python"
 
@@ -41,7 +40,8 @@ def test_map_sizes_come_from_the_map_data():
 def test_matmul_flop_count_equals_torch_flop_counter_and_first_losses_agree():
     torch = pytest.importorskip("torch")
     from torch.utils.flop_counter import FlopCounterMode
-    from torch_qmix_step import torch_peer
+
+    from benchmarks.learner_step.torch_qmix_step import torch_peer
 
     info, cfg, learner, batches = _setup("3m", 3)
     step = torch_peer(info, cfg, params_to_numpy(learner.nets))
@@ -74,7 +74,14 @@ def test_jax_worker_matches_the_mindspore_loss_before_and_after_an_update(tmp_pa
 
 
 def test_jax_layout_names_parse_and_bad_ones_say_what_is_allowed():
-    from jax_qmix_layouts import DEFAULT, PREVIOUS, Layout, combine, parse_layout, screening_layouts
+    from benchmarks.learner_step.jax_qmix_layouts import (
+        DEFAULT,
+        PREVIOUS,
+        Layout,
+        combine,
+        parse_layout,
+        screening_layouts,
+    )
 
     assert parse_layout("u4-split") == Layout(gates="split", unroll=4)
     assert parse_layout(PREVIOUS.name) == PREVIOUS and parse_layout("") == DEFAULT
@@ -127,7 +134,7 @@ def test_every_jax_layout_has_the_mindspore_loss_and_gradients(tmp_path):
 
 
 def test_torch_layout_names_parse_and_bad_ones_say_what_is_allowed():
-    from torch_qmix_step import TorchLayout, parse_torch_layout
+    from benchmarks.learner_step.torch_qmix_step import TorchLayout, parse_torch_layout
 
     assert parse_torch_layout("max-autotune-no-cudagraphs-graph-hoist") == TorchLayout(
         "max-autotune-no-cudagraphs", True, True
@@ -141,7 +148,7 @@ def test_torch_layout_names_parse_and_bad_ones_say_what_is_allowed():
 
 def test_torch_layouts_have_the_mindspore_loss_and_restore_their_state():
     torch = pytest.importorskip("torch")
-    from torch_qmix_step import torch_peer
+    from benchmarks.learner_step.torch_qmix_step import torch_peer
 
     info, cfg, learner, batches = _setup("3m", 2)
     weights = params_to_numpy(learner.nets)
@@ -161,7 +168,7 @@ def test_torch_layouts_have_the_mindspore_loss_and_restore_their_state():
 
 
 def test_screening_keeps_the_fastest_layout_and_lists_every_one():
-    from step_contenders import Contender, record_rows, screening_table
+    from benchmarks.learner_step.step_contenders import Contender, record_rows, screening_table
 
     runs = {}
     for lay, t in (("slow", 0.03), ("fast", 0.01)):
@@ -177,7 +184,7 @@ def test_screening_keeps_the_fastest_layout_and_lists_every_one():
 def test_bad_layout_or_cpu_arguments_fail_with_what_is_allowed():
     import subprocess
 
-    script = str(ROOT / "benchmarks" / "learner_step.py")
+    script = str(ROOT / "benchmarks" / "learner_step" / "learner_step.py")
     for args, msg in (
         (["--jax-layouts", "cell-hoist"], "tokens, one per kind"),
         (["--torch-compile-layouts", "eager-loop"], "compiled layouts only"),

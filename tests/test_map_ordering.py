@@ -1,15 +1,11 @@
-"""benchmarks/map_ordering.py: a sweep's maps beside the published difficulty classes."""
+"""benchmarks/learning/map_ordering.py: a sweep's maps beside the published difficulty classes."""
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from train_runs import fake_run  # tests/ is on sys.path under pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-import map_ordering as mo  # noqa: E402
+from benchmarks.learning import map_ordering as mo
 
 CLASSES = {"8m": "easy", "2s3z": "easy", "5m_vs_6m": "hard", "corridor": "super_hard", "MMM2": "super_hard"}
 
@@ -67,8 +63,7 @@ def test_tables_from_run_records_are_those_from_the_run_folders(tmp_path):
     """The committed records of a sweep (``report.py --save-records``) give the same tables, wall-clock
     included, as its run folders."""
     pytest.importorskip("rliable")
-    import smacv2_baselines as sb
-
+    from benchmarks.learning import smacv2_baselines as sb
     from marl.report.cli import report_main
 
     sweep = tmp_path / "sweep"

@@ -1,4 +1,5 @@
-"""The SMAC paper's published runs (benchmarks/smac_paper_runs.json) and the statistics laid over them."""
+"""The SMAC paper's published runs (benchmarks/data/smac_paper_runs.json) and the statistics laid over
+them."""
 
 from __future__ import annotations
 
@@ -92,14 +93,9 @@ def test_wilson_interval_and_verdicts() -> None:
 
 
 def _real_game_curves():
-    import importlib.util
+    from benchmarks.learning import real_game_curves
 
-    spec = importlib.util.spec_from_file_location(
-        "rgc", Path(__file__).parents[1] / "benchmarks/real_game_curves.py"
-    )
-    rgc = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rgc)
-    return rgc
+    return real_game_curves
 
 
 def _records(folder: Path, engines: dict[int, list | None]) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from marl.report.readme import RESULTS, TARGETS, render, update_readme
+from marl.report.readme import PAPER_DATA, RESULTS, TARGETS, render, update_readme
 
 ROOT = Path(__file__).resolve().parents[1]
 HISTORY = "docs/results-history.md"
@@ -25,7 +25,7 @@ def test_the_readme_holds_the_engine_table_and_the_papers_runs():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert list(TARGETS["README.md"]) == ["engine_results", "smac_paper"]
     assert readme.count("<!-- BEGIN ") == 2
-    # QMIX's published runs on 2s3z at 2M steps (benchmarks/smac_paper_runs.json): median 0.97 of 5 runs
+    # QMIX's published runs on 2s3z at 2M steps (benchmarks/data/smac_paper_runs.json): median 0.97 of 5 runs
     assert "| 2s3z | 5 | 1.00 [0.97, 1.00] | 0.97 [0.94, 1.00] |" in readme
 
 
@@ -35,7 +35,8 @@ def repo(tmp_path):
         (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / page, tmp_path / page)
     shutil.copytree(ROOT / RESULTS, tmp_path / RESULTS)
-    shutil.copy(ROOT / RESULTS.parent / "smac_paper_runs.json", tmp_path / RESULTS.parent)
+    (tmp_path / PAPER_DATA).parent.mkdir(parents=True)
+    shutil.copy(ROOT / PAPER_DATA, tmp_path / PAPER_DATA)
     return tmp_path
 
 
@@ -77,7 +78,7 @@ def test_generated_blocks_follow_the_results_files(repo, capsys):
 
 
 def test_the_paper_table_follows_the_paper_data(repo):
-    data = repo / RESULTS.parent / "smac_paper_runs.json"
+    data = repo / PAPER_DATA
     runs = json.loads(data.read_text(encoding="utf-8"))
     for run in runs["maps"]["2s3z"]["QMIX"]:  # every published 2s3z run wins all 32 test games from 1M on
         run["won"] = [32 if t >= 900_000 else w for t, w in zip(run["t_env"], run["won"], strict=True)]
@@ -155,12 +156,14 @@ def test_engine_table_keeps_the_current_engine_and_gives_an_iqm_from_three_seeds
 
     results = tmp_path / RESULTS
     results.mkdir(parents=True)
-    shutil.copy(ROOT / RESULTS.parent / "smac_paper_runs.json", results.parent)
+    (tmp_path / PAPER_DATA).parent.mkdir(parents=True)
+    shutil.copy(ROOT / PAPER_DATA, tmp_path / PAPER_DATA)
     assert engine_block(results) == f"No run of the paper's presets on engine {ENGINE_VERSION} recorded yet."
     # one seed on this engine, one on an older engine: only the first counts, and its value is listed
     _paper_records(results / ENGINE_RECORDS, {0: (ENGINE_VERSION, 0.75), 1: ("0.0.1", 0.0)})
     row = engine_block(results).splitlines()[2]
-    # the game's QMIX on 2s3z at 300k: median 0.66 [0.62, 0.84] over 5 runs (benchmarks/smac_paper_runs.json)
+    # the game's QMIX on 2s3z at 300k: median 0.66 [0.62, 0.84] over 5 runs
+    # (benchmarks/data/smac_paper_runs.json)
     assert row.startswith("| 2s3z | `qmix_smac_paper` | 300k | 0.75 (1 seed) | 0.66 [0.62, 0.84] (5) |")
     assert row.endswith("| inside |")
     _paper_records(results / ENGINE_RECORDS, {1: (ENGINE_VERSION, 0.25), 2: (ENGINE_VERSION, 0.25)})

@@ -1,17 +1,13 @@
-"""benchmarks/recorded_cooldowns.py: the weapon-timing laws read from SMAC's state, here on the engine (the
-game's side needs og-marl's recordings, which the repository does not hold)."""
+"""benchmarks/fidelity/recorded_cooldowns.py: the weapon-timing laws read from SMAC's state, here on the
+engine (the game's side needs og-marl's recordings, which the repository does not hold)."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import recorded_cooldowns as rc  # noqa: E402
-from recorded_episodes import Episode  # noqa: E402
+from benchmarks.fidelity import recorded_cooldowns as rc
+from benchmarks.fidelity.recorded_episodes import Episode
 
 
 def test_the_engine_shows_the_games_laws_read_from_its_state():

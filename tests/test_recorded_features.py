@@ -1,19 +1,14 @@
-"""benchmarks/recorded_features.py: the units rebuilt from SMAC's 3m state give back the state, observations
-and available actions the env produced with them (here the engine's own steps stand in for the game's
-recordings, which the repository does not hold)."""
+"""benchmarks/fidelity/recorded_features.py: the units rebuilt from SMAC's 3m state give back the state,
+observations and available actions the env produced with them (here the engine's own steps stand in for the
+game's recordings, which the repository does not hold)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import recorded_features as rf  # noqa: E402
-from recorded_episodes import Episode  # noqa: E402
-
-from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
+from benchmarks.fidelity import recorded_features as rf
+from benchmarks.fidelity.recorded_episodes import Episode
+from marl.envs.smac.batched_env import BatchedStarCraft2Env
 
 
 def _engine_episode(steps: int = 12) -> Episode:

@@ -1,17 +1,13 @@
-"""benchmarks/recorded_movement.py: move steps read from SMAC's 3m state, categorised by the previous action
-(the game's side needs og-marl's recordings, which the repository does not hold)."""
+"""benchmarks/fidelity/recorded_movement.py: move steps read from SMAC's 3m state, categorised by the previous
+action (the game's side needs og-marl's recordings, which the repository does not hold)."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import recorded_movement as rm  # noqa: E402
-from recorded_episodes import Episode  # noqa: E402
+from benchmarks.fidelity import recorded_movement as rm
+from benchmarks.fidelity.recorded_episodes import Episode
 
 
 def _episode(actions: list[list[int]]) -> Episode:

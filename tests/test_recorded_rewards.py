@@ -1,19 +1,14 @@
-"""benchmarks/recorded_rewards.py: the library's SMAC reward set beside recorded rewards, on hand-made 3m
-states (the game's recordings are not in the repository)."""
+"""benchmarks/fidelity/recorded_rewards.py: the library's SMAC reward set beside recorded rewards, on
+hand-made 3m states (the game's recordings are not in the repository)."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import recorded_rewards as rr  # noqa: E402
-from recorded_episodes import Episode  # noqa: E402
-
-from marl.envs.smac.batched_env import BatchedStarCraft2Env  # noqa: E402
+from benchmarks.fidelity import recorded_rewards as rr
+from benchmarks.fidelity.recorded_episodes import Episode
+from marl.envs.smac.batched_env import BatchedStarCraft2Env
 
 SCALE = (3 * 45 + 3 * 10 + 200) / 20  # SMAC: max_reward / reward_scale_rate on 3m
 

@@ -1,19 +1,16 @@
-"""``benchmarks/recorded_spawns.py``: og-marl's TFRecord files (gzip TFRecord, ``tf.train.Example`` of
-serialised ``TensorProto``s) decoded without TensorFlow, episode starts found by their all-zero last-action
+"""``benchmarks/fidelity/recorded_spawns.py``: og-marl's TFRecord files (gzip TFRecord, ``tf.train.Example``
+of serialised ``TensorProto``s) decoded without TensorFlow, episode starts found by their all-zero last-action
 block, positions recovered from SMAC's state and laid out as ``spawn_layout.py`` compares them."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from og_records import state_3m, tfrecord_example, write_tfrecords  # tests/ is on sys.path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-from og_records import state_3m, tfrecord_example, write_tfrecords  # noqa: E402  (tests/ is on sys.path)
-from recorded_spawns import example, layout, main, start_positions, tfrecords  # noqa: E402
+from benchmarks.fidelity.recorded_spawns import example, layout, main, start_positions, tfrecords
 
 
 def test_episode_starts_are_read_back_as_the_games_layout(tmp_path: Path, capsys) -> None:

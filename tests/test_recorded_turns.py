@@ -1,17 +1,13 @@
-"""benchmarks/recorded_turns.py: unobstructed move steps by the ally's turn (synthetic episodes; the game's
-side needs og-marl's recordings, which the repository does not hold)."""
+"""benchmarks/fidelity/recorded_turns.py: unobstructed move steps by the ally's turn (synthetic episodes; the
+game's side needs og-marl's recordings, which the repository does not hold)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import recorded_turns as rt  # noqa: E402
-from recorded_episodes import Episode  # noqa: E402
-from recorded_movement import FULL, PER_LOOP  # noqa: E402
+from benchmarks.fidelity import recorded_turns as rt
+from benchmarks.fidelity.recorded_episodes import Episode
+from benchmarks.fidelity.recorded_movement import FULL, PER_LOOP
 
 
 def _episode(actions: list[list[int]]) -> Episode:
@@ -45,7 +41,7 @@ def test_facing_is_unknown_without_a_walk_or_a_living_target():
 
 
 def test_late_attacks_read_the_cooldowns_and_the_targets_health_from_the_state():
-    from recorded_episodes import MARINE_MAX_CD
+    from benchmarks.fidelity.recorded_episodes import MARINE_MAX_CD
 
     # ally 0 attacks enemy 1 in step 0 (alone), then moves: its cooldown at step 1's start is 13 loops;
     # enemy 1 loses one marine hit (6 of 45) in step 0 and none in step 1. Allies 1 and 2 share an attack on

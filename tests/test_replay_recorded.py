@@ -1,20 +1,17 @@
-"""``benchmarks/replay_recorded.py`` and its two modules: og-marl's overlapping sequences stitched into
-episodes, hits and the split-fire index read from health, and recorded actions replayed in the engine.
+"""``benchmarks/fidelity/replay_recorded.py`` and its two modules: og-marl's overlapping sequences stitched
+into episodes, hits and the split-fire index read from health, and recorded actions replayed in the engine.
 Every input is built here (og-marl's layout, written as its logger writes it); nothing is read from disk
 outside ``tmp_path``."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from og_records import state_3m, tfrecord_example, write_tfrecords  # tests/ is on sys.path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-from og_records import state_3m, tfrecord_example, write_tfrecords  # noqa: E402
-from recorded_episodes import (  # noqa: E402
+from benchmarks.fidelity.recorded_episodes import (
     Episode,
     fire_split,
     first_fire,
@@ -24,10 +21,9 @@ from recorded_episodes import (  # noqa: E402
     stitch,
     unpack,
 )
-from replay_engine import LOST, _pairing, divergence, replay  # noqa: E402
-from replay_recorded import engine_stats, main  # noqa: E402
-
-from marl.envs.smac.maps import load_map  # noqa: E402
+from benchmarks.fidelity.replay_engine import LOST, _pairing, divergence, replay
+from benchmarks.fidelity.replay_recorded import engine_stats, main
+from marl.envs.smac.maps import load_map
 
 # the game's 3m layout at the first observation (results/recorded_spawns.md)
 ALLIES = np.array([[9.0, 15.3115], [9.0, 16.0], [9.6885, 16.0]])

@@ -1,15 +1,13 @@
-"""benchmarks/sim_paired.py: the worker protocol, the paired rounds and their summary (a fake peer: the real
-one needs jax's venv)."""
+"""benchmarks/throughput/sim_paired.py: the worker protocol, the paired rounds and their summary (a fake peer:
+the real one needs jax's venv)."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import sim_paired  # noqa: E402
+from benchmarks.throughput import sim_paired
 
 # a stand-in for the SMAX worker: a stray line (as jaxmarl's import prints), the ready line, then one
 # answer a request: 'step' answers 1000 x seconds, 'scan' 3000 x seconds

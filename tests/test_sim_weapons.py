@@ -268,7 +268,7 @@ def _step_with_attack_order(S, utype, rng, act_from_loop=1):
 
 @pytest.mark.parametrize("seed", [1, 7, 123])
 def test_a_fresh_attack_shows_period_plus_delay_minus_7_after_the_step(seed):
-    """D (benchmarks/recorded_cooldowns.py): a ready marine ordered to attack an enemy in range shows
+    """D (benchmarks/fidelity/recorded_cooldowns.py): a ready marine ordered to attack an enemy in range shows
     ``Period + delay - 7`` at the next state, the delay any real value in [-1, +2] loops."""
     S, utype, _ = duel("marine", "marine", 1.0)
     rng = np.array([seed], dtype=np.uint64)
@@ -312,8 +312,8 @@ def test_a_weapon_ready_and_unused_carries_nothing_and_never_shows_below_zero():
 
 @pytest.mark.parametrize("c", [7.05, 7.6, 8.0])
 def test_a_weapon_that_comes_ready_in_the_last_loop_fires_in_the_next_step_counting_from_that_moment(c):
-    """D (benchmarks/recorded_cooldowns.py): a marine that keeps attacking with 7-8 loops of cooldown at a
-    step's start begins no attack in that step (the state then shows 0), and its attack in the next step
+    """D (benchmarks/fidelity/recorded_cooldowns.py): a marine that keeps attacking with 7-8 loops of cooldown
+    at a step's start begins no attack in that step (the state then shows 0), and its attack in the next step
     shows ``Period + delay - 16 + c``: counted from the moment the last cooldown ran out."""
     S, utype, _ = duel("marine", "marine", 1.0)
     S[0, 0, U.S_CD] = c

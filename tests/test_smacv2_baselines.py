@@ -1,19 +1,16 @@
-"""benchmarks/smacv2_baselines.py: the published SMACv2 curves read as data only, and the budget window."""
+"""benchmarks/learning/smacv2_baselines.py: the published SMACv2 curves read as data only, and the budget
+window."""
 
 import math
 import os
 import pickle
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 from train_runs import fake_run  # tests/ is on sys.path under pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-import smacv2_baselines as sb  # noqa: E402
+from benchmarks.learning import smacv2_baselines as sb
 
 pd = pytest.importorskip("pandas")
 

@@ -1,15 +1,11 @@
-"""benchmarks/smacv2_throughput.py (sim_throughput.py --smacv2): the peer scenario and the report."""
+"""benchmarks/throughput/smacv2_throughput.py (sim_throughput.py --smacv2): the peer scenario and the
+report."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import sim_throughput  # noqa: E402
-import smacv2_throughput  # noqa: E402
+from benchmarks.throughput import sim_throughput, smacv2_throughput
 
 
 def test_smax_peer_is_the_smacv2_style_scenario_of_the_same_size():
@@ -25,7 +21,10 @@ def test_report_times_batched_and_per_row_and_records_the_conditions(tmp_path, m
     out = tmp_path / "r.md"
     smacv2_throughput.smacv2_main(["protoss_5_vs_5"], [1, 2], 0.2, 1, out)
     text = out.read_text()
-    assert "- command: `.venv/bin/python benchmarks/sim_throughput.py --smacv2 --maps protoss_5_vs_5" in text
+    assert (
+        "- command: `.venv/bin/python benchmarks/throughput/sim_throughput.py --smacv2 --maps protoss_5_vs_5"
+        in text
+    )
     for key in (  # the shared header (benchmarks/harness.py), then what this benchmark adds
         "- date:",
         "- code:",

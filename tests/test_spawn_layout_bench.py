@@ -1,19 +1,15 @@
-"""benchmarks/spawn_layout.py records where every unit starts, relative to its group's spawn point, and puts
-the engine's layout beside one recorded on the game."""
+"""benchmarks/research/spawn_layout.py records where every unit starts, relative to its group's spawn point,
+and puts the engine's layout beside one recorded on the game."""
 
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import spawn_layout as sl  # noqa: E402
-
-from marl.envs.smac.maps import load_map  # noqa: E402
+from benchmarks.research import spawn_layout as sl
+from marl.envs.smac.maps import load_map
 
 
 def test_offsets_are_measured_from_each_units_group_and_the_first_unit_stands_on_its_point():

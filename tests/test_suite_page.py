@@ -1,17 +1,16 @@
-"""benchmarks/suite_page.py: a suite's page regenerated from committed run records."""
+"""benchmarks/learning/suite_page.py: a suite's page regenerated from committed run records."""
 
 from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
+from benchmarks.learning import suite_page
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import suite_page  # noqa: E402
 
 RECORDS = ROOT / "benchmarks" / "results" / "runs" / "smac_300k"
 PAGE = f"# A suite\n\nProse before.\n\n{suite_page.BEGIN}\nstale numbers\n{suite_page.END}\n\nProse after.\n"

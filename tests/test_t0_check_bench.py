@@ -1,17 +1,13 @@
-"""benchmarks/t0_check.py and benchmarks/calibration_probe.py: the game's T=0 figures, the untrained agent,
-and the probes' policies and variants."""
+"""benchmarks/fidelity/t0_check.py and benchmarks/research/calibration_probe.py: the game's T=0 figures, the
+untrained agent, and the probes' policies and variants."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import calibration_probe  # noqa: E402
-import t0_check  # noqa: E402
+from benchmarks.fidelity import t0_check
+from benchmarks.research import calibration_probe
 
 
 def test_game_t0_pools_every_runs_first_test():
@@ -84,9 +80,9 @@ def test_push_rule_keeps_a_crowd_out_of_contact_and_needs_a_number():
 
 
 def test_checkpoint_rules_plays_a_smac_checkpoint_under_rules_and_refuses_other_envs(tmp_path):
-    import checkpoint_rules
     from train_runs import TINY
 
+    from benchmarks.research import checkpoint_rules
     from marl.config import load_config
     from marl.trainer import Trainer
 

@@ -1,17 +1,15 @@
-"""benchmarks/unit_data_check.py reads the game's catalogs as the game layers them: later mods override
-earlier ones, entries inherit from their parent and then from their class defaults, arrays keep every
+"""benchmarks/fidelity/unit_data_check.py reads the game's catalogs as the game layers them: later mods
+override earlier ones, entries inherit from their parent and then from their class defaults, arrays keep every
 element, and a weapon's damage is found through missiles, sets and persistents."""
 
 from __future__ import annotations
 
 import copy
-import sys
 from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import unit_data_check as udc  # noqa: E402
+from benchmarks.fidelity import unit_data_check as udc
 
 CORE = {
     "unit": """<Catalog><CUnit default="1"><Radius value="0.5"/><Sight value="9"/></CUnit>

@@ -1,8 +1,8 @@
 """The SMAC paper's runs on StarCraft II (Samvelyan et al. 2019): every run's greedy test curve, as published
 by the SMAC authors, and the statistics that lay our runs over them.
 
-The data file (``benchmarks/smac_paper_runs.json``, written by :func:`convert`) holds, per map, algorithm and
-run, the env steps of each test phase, the games won of the phase's 32 test episodes and the mean test
+The data file (``benchmarks/data/smac_paper_runs.json``, written by :func:`convert`) holds, per map, algorithm
+and run, the env steps of each test phase, the games won of the phase's 32 test episodes and the mean test
 return. Its ``source`` field names where the published file comes from. :func:`band` gives the game's runs'
 range and median at a checkpoint, :func:`verdict` whether our runs' median lies inside that range widened
 by the sampling error of 32 test episodes (a Wilson score interval for win rates; for returns 1.96 standard
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 DATA_FORMAT = "smac-paper-runs"
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "smac_paper_runs.json"
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "smac_paper_runs.json"
 TEST_EPISODES = 32  # the paper's test phase (pymarl's sc2.yaml: test_nepisode 32)
 # the checkpoints of the calibration table; the first (1k steps) is each run's first test phase, which comes
 # after its first episode (every map's limit is at most 400 steps): the untrained network's greedy play
@@ -103,7 +103,8 @@ def load_paper_runs(path: Path = DEFAULT_DATA) -> dict[tuple[str, str], list[Pap
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     if not isinstance(data, dict) or data.get("format") != DATA_FORMAT:
         raise ValueError(
-            f"{path}: not a {DATA_FORMAT} file (write it with benchmarks/real_game_curves.py convert)"
+            f"{path}: not a {DATA_FORMAT} file "
+            "(write it with benchmarks/learning/real_game_curves.py convert)"
         )
     out: dict[tuple[str, str], list[PaperRun]] = {}
     for map_name, algs in data["maps"].items():

@@ -2,12 +2,12 @@
 
 A jitted MindSpore step releases Python's GIL while its graph runs, and acting is NumPy (the controller's
 copy of the agent network and the embedded engine), so on a machine with a second core the two run at once
-(``benchmarks/overlap.py`` measures what a run gains). The schedule is fixed, so a seed still gives one run:
-the update on the stored episodes and the acting of the next batch start together, the acting uses the
-weights the controller already holds (those of the update before: one update of policy lag, as the actors of
-distributed off-policy methods have, e.g. Ape-X, Horgan et al. 2018), and the new weights reach the
-controller only after both are done. On-policy learners never overlap: PPO's ratios assume that the fresh
-batch was played by the policy being updated.
+(``benchmarks/research/flag_ab.py --flag runner.overlap`` measures what a run gains). The schedule is fixed,
+so a seed still gives one run: the update on the stored episodes and the acting of the next batch start
+together, the acting uses the weights the controller already holds (those of the update before: one update of
+policy lag, as the actors of distributed off-policy methods have, e.g. Ape-X, Horgan et al. 2018), and the new
+weights reach the controller only after both are done. On-policy learners never overlap: PPO's ratios assume
+that the fresh batch was played by the policy being updated.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Research only: the embedded engine with candidate rules of the built-in AI that are not the engine's.
 
 ``sim/variants.py`` holds candidate targeting and burst rules (e.g. ``"noretaliate+delay32"``) for the
-sensitivity studies of ``docs/fidelity.md`` (``benchmarks/calibration_probe.py``, ``t0_check.py``,
+sensitivity studies of ``docs/fidelity.md`` (``benchmarks/research/calibration_probe.py``, ``t0_check.py``,
 ``fidelity.py --sim-rules``, ``heuristic_sensitivity.py``). They are not part of any engine version, so
 they stay out of :class:`~marl.envs.smac.batched_env.BatchedStarCraft2Env`'s signature: an env built here
 says so in its engine record, and results made with it cannot be pooled with the engine's.

@@ -14,9 +14,9 @@ two equal: rewards, ends, observations, state and the engine's whole state)::
             env.reset_envs(terminated)
 
 The loop runs in Numba with no Python between steps: the like-for-like of a JAX environment rolled out
-inside ``lax.scan`` (``benchmarks/sim_throughput.py`` compares it with JaxMARL's SMAX), and a fast way to
-play random baselines. Each step is the env's own fused step (``fused_kernels.step_env``), the respawn the
-engine's (:mod:`marl.envs.smac.sim.stepper`). The envs are independent, so each env plays its ``K`` steps
+inside ``lax.scan`` (``benchmarks/throughput/sim_throughput.py`` compares it with JaxMARL's SMAX), and a fast
+way to play random baselines. Each step is the env's own fused step (``fused_kernels.step_env``), the respawn
+the engine's (:mod:`marl.envs.smac.sim.stepper`). The envs are independent, so each env plays its ``K`` steps
 on its own, and with the env's ``threads > 1`` chunks of envs play on several cores.
 """
 

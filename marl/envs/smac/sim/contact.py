@@ -111,9 +111,9 @@ def _push(e, props, utype, grid, S, rng, buf, idx):
     structures stay (:func:`_give_way`); units with no collision class in common (``units.COLLIDE``: a
     colossus and any other ground unit) do not touch.
 
-    D (``benchmarks/recorded_movement.py``): the game's allies firing in a walking ally's way moved in 2 %
-    of those steps and stopped ones in all of them; the walker went round, losing 3.8 loops of its step on
-    average (stuck the whole step in 21 %). ``buf`` (U, 4) and ``idx`` (U,) are scratch: the living
+    D (``benchmarks/fidelity/recorded_movement.py``): the game's allies firing in a walking ally's way moved
+    in 2 % of those steps and stopped ones in all of them; the walker went round, losing 3.8 loops of its step
+    on average (stuck the whole step in 21 %). ``buf`` (U, 4) and ``idx`` (U,) are scratch: the living
     ground units are gathered first so the O(n^2) pair scan runs over small contiguous arrays.
     """
     _push_pass(e, _gather(e, props, utype, S, buf, idx), props, utype, grid, S, rng, buf, idx)

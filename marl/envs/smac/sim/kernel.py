@@ -174,8 +174,8 @@ def _regen(e, i, props, utype, S, last):
     A weapon that comes ready part-way through a loop may fire in that loop, its next cooldown counting from
     the moment it came ready (the negative part carried), except in the step's last loop: there it fires
     in the next step's first loop at the earliest, still counting from that moment (``S_RC`` keeps it
-    across the step; the state shows the cooldown as 0). D (``benchmarks/recorded_cooldowns.py``): of the
-    game's allies that kept attacking an enemy in range with 7-8 loops of cooldown left at a step's start,
+    across the step; the state shows the cooldown as 0). D (``benchmarks/fidelity/recorded_cooldowns.py``): of
+    the game's allies that kept attacking an enemy in range with 7-8 loops of cooldown left at a step's start,
     none began an attack in that step (0 of 1,017; with 6-7 loops left all 935 did), and the next step's
     cooldown then implies a random delay within X's [-1, +2] loops exactly when counted from the moment it
     came ready (642 steps, KS p 0.76). A weapon ready since an earlier loop and unused carries nothing.

@@ -19,7 +19,7 @@ Conventions (chosen once, used everywhere in ``sim/``):
   in Core's WeaponData). The cooldown is a continuous timer: a weapon that comes ready part-way through a
   loop and attacks in that loop counts its next cooldown from that moment (the part of the loop after it
   is carried); one that stays unused is simply ready. Measured on the game's own 3m episodes (D,
-  ``benchmarks/recorded_cooldowns.py``): the cooldowns the game shows fit exactly this, and not whole
+  ``benchmarks/fidelity/recorded_cooldowns.py``): the cooldowns the game shows fit exactly this, and not whole
   loops.
 * Ranges are edge-to-edge (the centre-to-centre test adds both radii); melee is the game's 0.1.
 * Scan (acquire) range of the enemy AI, edge-to-edge: ``max(MinScanRange, weapon range)`` with the
@@ -140,14 +140,15 @@ MEDIVAC_AUTOCAST_RANGE = 6.0  # Liberty AbilData MedivacHeal AutoCastRange
 BANE_SPLASH_RADIUS = 2.2
 # Two ground units touch (and are pushed apart) when closer than CONTACT x the sum of their radii. D: the
 # game's 3m episodes place marines 0.6885 apart (0.918 x 2 x 0.375), never push apart two standing marines
-# 0.69-0.75 apart (584 pair-steps), and push closer ones back to 0.688 (benchmarks/recorded_movement.py).
-# Measured on marines only; the same factor for every other pair is our assumption (no source).
+# 0.69-0.75 apart (584 pair-steps), and push closer ones back to 0.688
+# (benchmarks/fidelity/recorded_movement.py). Measured on marines only; the same factor for every other pair
+# is our assumption (no source).
 CONTACT = 0.918
 # A unit firing (or standing to fire) at a target in range is not pushed by a walking unit, an idle unit
 # gives way to it, and a walker held by a unit it may not push slides round it, SLIDE x the overlap along the
 # contact each loop (contact._push). D: the game's firing allies moved in 2 % of the steps a walking ally
 # had them 0-0.8 ahead, stopped ones in all; SLIDE is fitted to the walker's loss there (3.8 loops of its
-# 8-loop step, stuck in 21 %); the engine gives 3.6 loops and 17 % (benchmarks/recorded_movement.py).
+# 8-loop step, stuck in 21 %); the engine gives 3.6 loops and 17 % (benchmarks/fidelity/recorded_movement.py).
 SLIDE = 0.5
 # Call for help (X: Core EffectData, every weapon's damage effect ``DU_WEAP`` has the search flag
 # CallForHelp; Core GameData CallForHelpRadius 4, CallForHelpPeriod 2 game-s): an enemy that takes damage

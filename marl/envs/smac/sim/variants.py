@@ -34,7 +34,7 @@ Per-unit state lives in ``V`` (E, U, N_V) float64: the scan countdown (-1: not d
 left; the shared clock is unit 0's scan countdown
 (an ally's, otherwise unused).  None of the timing and choice rules has a source; ``noretaliate`` is
 Liquipedia's keep-the-target, which the recorded episodes contradict.  Each is a candidate to compare
-with the recorded episodes (``benchmarks/targeting_fit.py``).
+with the recorded episodes (``benchmarks/research/targeting_fit.py``).
 """
 
 from __future__ import annotations

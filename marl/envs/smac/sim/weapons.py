@@ -164,10 +164,10 @@ def _start_attack(e, a, t, na, props, utype, S, rng):
     starts of two attacks: SC2Pod's "Attack speed" ("how many game seconds the unit must wait between
     attacks"); that the cooldown starts with the wind-up rather than at the damage: a public third-party
     simulator of SC2 combat (secondary; no Blizzard source found).  D (the game's 3m episodes, whose state
-    shows each ally's cooldown; ``benchmarks/recorded_cooldowns.py``): after a fresh attack the cooldown
-    left is ``Period + delay - 7`` with the delay uniform over the reals in [-1, +2] (the attack starts one
-    loop into the step, as here), and after a shot that follows the last one's cooldown it is ``Period +
-    delay - 8 + c`` (``c`` the cooldown at the step's start): the carried part, not whole loops.
+    shows each ally's cooldown; ``benchmarks/fidelity/recorded_cooldowns.py``): after a fresh attack the
+    cooldown left is ``Period + delay - 7`` with the delay uniform over the reals in [-1, +2] (the attack
+    starts one loop into the step, as here), and after a shot that follows the last one's cooldown it is
+    ``Period + delay - 8 + c`` (``c`` the cooldown at the step's start): the carried part, not whole loops.
     """
     jitter = CD_JITTER_LO + (CD_JITTER_HI - CD_JITTER_LO) * rand_uniform(rng, e)
     S[e, a, S_CD] = props[utype[a], COOLDOWN] + jitter + min(S[e, a, S_CD], 0.0)

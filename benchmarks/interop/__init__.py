@@ -1,0 +1,1 @@
+"""Interop suite: EPyMARL and TorchRL training on this engine through its Gym and PettingZoo views."""

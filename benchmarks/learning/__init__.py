@@ -1,0 +1,1 @@
+"""Learning suite: what the algorithms reach within a budget, and the calibration against published runs."""

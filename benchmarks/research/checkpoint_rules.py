@@ -1,0 +1,92 @@
+#!/usr/bin/env python
+"""A trained checkpoint's greedy play on the embedded engine under candidate rules (calibration research).
+
+For each rule set (``default``: the engine as it is; otherwise a name of ``sim/variants.py``'s candidate
+rules, e.g. ``nohelp``, ``noretaliate``) it plays ``--episodes`` greedy episodes at once with the
+checkpoint's policy and prints the win rate [Wilson 95 %] and the mean return (SMAC's default reward). It
+shows what a learned policy relies on: a rule whose absence lets it win far more than the game's runs do
+at the same budget is a candidate for the gap (``docs/fidelity.md``, "Calibration against the SMAC paper's
+runs").
+
+    .venv/bin/python benchmarks/research/checkpoint_rules.py results/qmix_smac_paper_5m_vs_6m_seed0_<time> \\
+        --rules default nohelp --episodes 64 --out benchmarks/results/checkpoint_rules.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # the repository root: marl, benchmarks
+
+from benchmarks import harness  # noqa: E402
+
+
+def play(run: Path, rules: list[str], episodes: int, seed: int) -> list[dict[str, float]]:
+    """Greedy win rate (with its Wilson interval) and mean return of ``run``'s newest intact checkpoint
+    under each of ``rules``, ``episodes`` episodes each, all envs stepped together."""
+    from marl.checkpoint import load_latest
+    from marl.envs.smac.research import variant_env
+    from marl.evaluate import load_policy
+    from marl.report.paper_runs import wilson
+    from marl.trainer_state import check_payload
+
+    payload = load_latest(run, check=check_payload)
+    if payload["meta"]["config"]["env"]["name"] != "sc2":
+        name = payload["meta"]["config"]["env"]["name"]
+        raise SystemExit(f"{run}: a run on a SMAC map is needed, this one played {name}")
+    policy = load_policy(payload, seed)
+    cfg = policy.cfg
+    out = []
+    for rule in rules:
+        controller = policy.controller(seed)
+        env = variant_env(cfg.env.map_name, episodes, seed, "" if rule == "default" else rule, fused=False)
+        env.reset()
+        controller.init_hidden(episodes)
+        running = np.ones(episodes, dtype=bool)
+        ret, won = np.zeros(episodes), np.zeros(episodes, dtype=bool)
+        while running.any():
+            acts = controller.select_actions(env.get_obs(), env.get_avail_actions(), 0, test_mode=True)
+            r, term, step_info = env.step(acts, running)
+            ret[running] += r[running]
+            won |= running & term & step_info["battle_won"]
+            running &= ~term
+        env.close()
+        lo, hi = wilson(float(won.mean()), episodes)
+        out.append(
+            {"map": cfg.env.map_name, "alg": cfg.alg, "rules": rule, "win": float(won.mean()), "lo": lo,
+             "hi": hi, "ret": float(ret.mean())}
+        )  # fmt: skip
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("run", type=Path, help="a run folder (its newest intact checkpoint is played)")
+    ap.add_argument("--rules", nargs="+", default=["default"])
+    ap.add_argument("--episodes", type=int, default=64)
+    ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--out", default="", help="append this run (header and table) to a markdown file")
+    args = ap.parse_args()
+    if args.episodes < 1:
+        ap.error("--episodes must be >= 1")
+    run = harness.start()
+    rows = ["| map | run | rules | greedy win % [95 %] | return |", "|---|---|---|---|---|"]
+    for r in play(args.run, args.rules, args.episodes, args.seed):
+        ci = f"{100 * r['win']:.0f} [{100 * r['lo']:.0f}, {100 * r['hi']:.0f}]"
+        rows.append(f"| {r['map']} | {r['alg']} | {r['rules']} | {ci} | {r['ret']:.1f} |")
+        print(rows[-1], flush=True)
+    if args.out:
+        note = f"seed {args.seed}; {args.episodes} episodes a cell"
+        header = harness.header_lines(run, __file__, [str(a) for a in sys.argv[1:]], date_note=note)
+        head = [f"## `{harness.command(__file__, sys.argv[1:])}`", "", *header[1:], ""]
+        with open(args.out, "a", encoding="utf-8") as f:
+            f.write("\n".join(head + rows) + "\n\n")
+
+
+if __name__ == "__main__":
+    main()
