@@ -6,8 +6,24 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from marl.envs.smac.sim.contact import push_passes
 from marl.envs.smac.sim.engine import SimEngine
-from marl.envs.smac.sim.units import C_GROUND, COLLIDE, CONTACT, PROPS, S_X, S_Y, type_ids
+from marl.envs.smac.sim.units import (
+    C_GROUND,
+    COLLIDE,
+    CONTACT,
+    MOVE,
+    PROPS,
+    RADIUS,
+    S_OK,
+    S_OX,
+    S_OY,
+    S_WU,
+    S_X,
+    S_Y,
+    SPEED,
+    type_ids,
+)
 from marl.envs.smac.types import EnemyOrder, MapSpec, UnitGroup
 
 OPEN = np.ones((32, 32), dtype=bool)
@@ -54,3 +70,29 @@ def test_a_zergling_walks_straight_through_a_colossus():
     assert tab.allies.pos[1, 1] == pytest.approx(10.0)  # no slide round it
     assert tab.allies.pos[1, 0] > 11.0
     assert tuple(tab.allies.pos[0]) == (10.0, 10.0)
+
+
+def _pinned_zealot():
+    """Two stalkers firing (wind-up running) 1.3 apart and a walking zealot between them, 0.38 inside each."""
+    eng, S = _engine([("stalker", 2, (10.0, 10.0)), ("zealot", 1, (14.0, 10.0))])
+    S[0, S_X], S[0, S_Y], S[1, S_X], S[1, S_Y], S[2, S_X], S[2, S_Y] = 10.0, 10.0, 11.3, 10.0, 10.65, 10.0
+    S[0, S_WU] = S[1, S_WU] = 5.0  # firing: the push class that does not give way
+    S[2, S_OK], S[2, S_OX], S[2, S_OY] = MOVE, 10.65, 20.0  # walking north, across the pair's line
+    b = eng._batch
+    u = S.shape[0]
+    return b, S, np.empty((u, 4)), np.empty(u, dtype=np.int64)
+
+
+@pytest.mark.parametrize("unpin", [False, True])
+def test_a_walker_pinned_between_firing_units_stays_unless_unpinned(unpin):
+    """The engine's rule: the walker takes the whole overlap of each firing unit in turn, so between two it
+    stays inside both; the candidate ``unpin`` makes such a deep overlap shared, and the pair opens."""
+    b, S, buf, idx = _pinned_zealot()
+    for _ in range(8):
+        push_passes(0, 1, PROPS, b.utype, b.grid, b.S, b.rng, buf, idx, unpin)
+    gap = min(np.hypot(S[2, S_X] - S[k, S_X], S[2, S_Y] - S[k, S_Y]) for k in (0, 1))
+    contact = CONTACT * (PROPS[b.utype[0], RADIUS] + PROPS[b.utype[2], RADIUS])
+    if unpin:
+        assert S[1, S_X] - S[0, S_X] > 1.3 and gap > contact - PROPS[b.utype[2], SPEED]
+    else:
+        assert (S[0, S_X], S[1, S_X]) == (10.0, 11.3) and gap < contact - 0.3

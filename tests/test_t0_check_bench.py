@@ -94,6 +94,7 @@ def test_checkpoint_rules_plays_a_smac_checkpoint_under_rules_and_refuses_other_
     assert [(r["map"], r["rules"]) for r in rows] == [("3m", "default"), ("3m", "nohelp")]
     for r in rows:
         assert 0.0 <= r["lo"] <= r["win"] <= r["hi"] <= 1.0 and 0.0 <= r["ret"] <= 20.0 + 1e-6
+        assert r["held_allies"] >= 0.0 and r["held_enemies"] >= 0.0  # pinned unit-steps an episode
     fake = Trainer(load_config("qmix", env="fake", overrides=[*TINY, f"results_dir={tmp_path}", "run_name=f",
                                                                 "t_max=100"])).run()  # fmt: skip
     with pytest.raises(SystemExit, match="a run on a SMAC map is needed"):

@@ -3,7 +3,9 @@
 
 For each rule set (``default``: the engine as it is; otherwise a name of ``sim/variants.py``'s candidate
 rules, e.g. ``nohelp``, ``noretaliate``) it plays ``--episodes`` greedy episodes at once with the
-checkpoint's policy and prints the win rate [Wilson 95 %] and the mean return (SMAC's default reward). It
+checkpoint's policy and prints the win rate [Wilson 95 %], the mean return (SMAC's default reward) and,
+per side, the unit-steps per episode a unit stood pinned: alive, unmoved over the step (under 0.01), with a
+living target beyond its weapon's reach (:func:`pinned`; the candidate rule ``unpin`` is about these). It
 shows what a learned policy relies on: a rule whose absence lets it win far more than the game's runs do
 at the same budget is a candidate for the gap (``docs/fidelity.md``, "Calibration against the SMAC paper's
 runs").
@@ -24,6 +26,25 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the repository root: marl, benchmarks
 
 from benchmarks import harness  # noqa: E402
+
+
+def pinned(S: np.ndarray, before_XY: np.ndarray, utype: np.ndarray) -> np.ndarray:
+    """(E, U) mask of the units that did not move since ``before_XY`` (under 0.01) although they have a
+    living target beyond their weapon's reach (edge to edge, + 0.05): held by others, not fighting."""
+    from marl.envs.smac.sim.units import PROPS, RADIUS, RANGE, S_HP, S_TGT, S_X, S_Y
+
+    xy = S[:, :, [S_X, S_Y]]
+    tgt = S[:, :, S_TGT].astype(np.int64)
+    t = np.clip(tgt, 0, None)
+    t_xy = np.take_along_axis(xy, t[:, :, None].repeat(2, axis=2), axis=1)
+    gap = np.linalg.norm(xy - t_xy, axis=2) - PROPS[utype, RADIUS][None] - PROPS[utype, RADIUS][t]
+    out_of_reach = (
+        (tgt >= 0)
+        & (np.take_along_axis(S[:, :, S_HP], t, axis=1) > 0)
+        & (gap > PROPS[utype, RANGE][None] + 0.05)
+    )
+    unmoved = np.linalg.norm(xy - before_XY, axis=2) < 0.01
+    return (S[:, :, S_HP] > 0) & unmoved & out_of_reach
 
 
 def play(run: Path, rules: list[str], episodes: int, seed: int) -> list[dict[str, float]]:
@@ -49,9 +70,14 @@ def play(run: Path, rules: list[str], episodes: int, seed: int) -> list[dict[str
         controller.init_hidden(episodes)
         running = np.ones(episodes, dtype=bool)
         ret, won = np.zeros(episodes), np.zeros(episodes, dtype=bool)
+        eng, n = env.engine, env.n_agents
+        held = np.zeros((episodes, 2))  # pinned unit-steps of the allies, the enemies
         while running.any():
             acts = controller.select_actions(env.get_obs(), env.get_avail_actions(), 0, test_mode=True)
+            before_XY = eng.S[:, :, :2].copy()
             r, term, step_info = env.step(acts, running)
+            mask = pinned(eng.S, before_XY, eng.utype) & running[:, None]
+            held += np.stack([mask[:, :n].sum(1), mask[:, n:].sum(1)], axis=1)
             ret[running] += r[running]
             won |= running & term & step_info["battle_won"]
             running &= ~term
@@ -59,7 +85,8 @@ def play(run: Path, rules: list[str], episodes: int, seed: int) -> list[dict[str
         lo, hi = wilson(float(won.mean()), episodes)
         out.append(
             {"map": cfg.env.map_name, "alg": cfg.alg, "rules": rule, "win": float(won.mean()), "lo": lo,
-             "hi": hi, "ret": float(ret.mean())}
+             "hi": hi, "ret": float(ret.mean()), "held_allies": float(held[:, 0].mean()),
+             "held_enemies": float(held[:, 1].mean())}
         )  # fmt: skip
     return out
 
@@ -75,10 +102,13 @@ def main() -> None:
     if args.episodes < 1:
         ap.error("--episodes must be >= 1")
     run = harness.start()
-    rows = ["| map | run | rules | greedy win % [95 %] | return |", "|---|---|---|---|---|"]
+    head = "| map | run | rules | greedy win % [95 %] | return | pinned unit-steps a game: allies, enemies |"
+    rows = [head]
+    rows.append("|---|---|---|---|---|---|")
     for r in play(args.run, args.rules, args.episodes, args.seed):
         ci = f"{100 * r['win']:.0f} [{100 * r['lo']:.0f}, {100 * r['hi']:.0f}]"
-        rows.append(f"| {r['map']} | {r['alg']} | {r['rules']} | {ci} | {r['ret']:.1f} |")
+        held = f"{r['held_allies']:.1f}, {r['held_enemies']:.1f}"
+        rows.append(f"| {r['map']} | {r['alg']} | {r['rules']} | {ci} | {r['ret']:.1f} | {held} |")
         print(rows[-1], flush=True)
     if args.out:
         note = f"seed {args.seed}; {args.episodes} episodes a cell"

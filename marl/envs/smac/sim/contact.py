@@ -116,17 +116,18 @@ def _push(e, props, utype, grid, S, rng, buf, idx):
     on average (stuck the whole step in 21 %). ``buf`` (U, 4) and ``idx`` (U,) are scratch: the living
     ground units are gathered first so the O(n^2) pair scan runs over small contiguous arrays.
     """
-    _push_pass(e, _gather(e, props, utype, S, buf, idx), props, utype, grid, S, rng, buf, idx)
+    _push_pass(e, _gather(e, props, utype, S, buf, idx), props, utype, grid, S, rng, buf, idx, False)
 
 
 @engine_jit
-def push_passes(e, passes, props, utype, grid, S, rng, buf, idx):
+def push_passes(e, passes, props, utype, grid, S, rng, buf, idx, unpin):
     """:func:`_push` repeated up to ``passes`` times while some pair still overlaps by more than
     :data:`PUSH_TOL` of its contact distance: the candidate rule ``push<k>`` of ``variants`` (research only;
-    the engine's rule is one pass, which lets a crowd of dozens walk inside the contact distance)."""
+    the engine's rule is one pass, which lets a crowd of dozens walk inside the contact distance).
+    ``unpin``: the candidate rule ``unpin`` (see :func:`_push_pass`)."""
     n = _gather(e, props, utype, S, buf, idx)
     for _ in range(passes):
-        if _push_pass(e, n, props, utype, grid, S, rng, buf, idx) <= PUSH_TOL:
+        if _push_pass(e, n, props, utype, grid, S, rng, buf, idx, unpin) <= PUSH_TOL:
             break
 
 
@@ -148,9 +149,14 @@ def _gather(e, props, utype, S, buf, idx):
 
 
 @engine_jit
-def _push_pass(e, n, props, utype, grid, S, rng, buf, idx):
+def _push_pass(e, n, props, utype, grid, S, rng, buf, idx, unpin):
     """One pass over the pairs of the ``n`` gathered units; returns the largest overlap met, as a fraction
-    of its pair's contact distance (0 when none touched)."""
+    of its pair's contact distance (0 when none touched).
+
+    ``unpin`` (the candidate rule of ``variants``, research only): a walker overlapping a firing unit by more
+    than its own walk of one loop did not walk into it this loop (a crowd pressed it there, or the other
+    stopped to fire on it), so the two share that overlap as equals instead of the walker taking it all; a
+    walker pinned between firing units otherwise stays inside them for as long as they fire."""
     worst = 0.0
     for p in range(n):
         for q in range(p + 1, n):
@@ -167,6 +173,10 @@ def _push_pass(e, n, props, utype, grid, S, rng, buf, idx):
             cp, cq = buf[p, 3], buf[q, 3]
             if cp == STRUCTURE and cq == STRUCTURE:
                 continue
+            if unpin and cp != cq and max(cp, cq) == FIRING:
+                w = p if cp < cq else q
+                if rr - d > props[utype[idx[w]], SPEED]:
+                    cp = cq = FIRING
             if int(props[utype[idx[p]], COLLIDE]) & int(props[utype[idx[q]], COLLIDE]) == 0:
                 continue  # no collision class in common: a colossus over a zergling
             if d < 1e-6:

@@ -29,6 +29,9 @@ never a module-level switch, so Numba's on-disk cache cannot serve a stale varia
   14 % inside the contact distance the game's marines keep (D, on 3m); not a targeting rule either.
 
 * ``R_NO_HELP`` 1: no call for help (``targeting._call_for_help``; the engine's rule before 0.9.2).
+* ``R_UNPIN`` 1: a walker overlapping a firing unit by more than one loop of its walk shares the overlap
+  with it (``contact._push_pass``); by default the walker takes it all, so one pinned between firing units
+  stays inside them while they fire (seen on 3s5z: an enemy zealot held 15 game seconds among its stalkers).
 
 Per-unit state lives in ``V`` (E, U, N_V) float64: the scan countdown (-1: not drawn yet), the delay
 left; the shared clock is unit 0's scan countdown
@@ -66,13 +69,14 @@ from marl.envs.smac.sim.units import (
 from marl.envs.smac.sim.weapons import _attack, _burst
 
 R_SCAN, R_RANDOM, R_NO_RETALIATE, R_THREAT_RANGE, R_DELAY, R_SHARED, R_DEATH_BURST = 0, 1, 2, 3, 4, 5, 6
-R_PUSH, R_NO_HELP = 7, 8
-N_RULES = 9
+R_PUSH, R_NO_HELP, R_UNPIN = 7, 8, 9
+N_RULES = 10
 V_SCAN, V_DELAY = 0, 1
 N_V = 2
 
 _KEYS = {"scan": R_SCAN, "random": R_RANDOM, "noretaliate": R_NO_RETALIATE, "threat_range": R_THREAT_RANGE}
 _KEYS.update(delay=R_DELAY, shared=R_SHARED, deathburst=R_DEATH_BURST, push=R_PUSH, nohelp=R_NO_HELP)
+_KEYS.update(unpin=R_UNPIN)
 
 
 def parse_rules(text: str) -> np.ndarray:
@@ -236,8 +240,9 @@ def sim_step_rules(actions, na, props, utype, grid, nav, enemy_order, S, rng, ru
                     _death_bursts(e, i, na, props, utype, S, alive)
             if helps:
                 _call_for_help(e, na, props, utype, S, hp0)
-            if rules[R_PUSH] > 1:
-                push_passes(e, rules[R_PUSH], props, utype, grid, S, rng, buf, idx)
+            if rules[R_PUSH] > 1 or rules[R_UNPIN] > 0:
+                passes = max(rules[R_PUSH], 1)
+                push_passes(e, passes, props, utype, grid, S, rng, buf, idx, rules[R_UNPIN] > 0)
             else:
                 _push(e, props, utype, grid, S, rng, buf, idx)
         _settle_cooldowns(e, S)
