@@ -63,3 +63,28 @@ def test_reused_arrays_give_the_losses_of_fresh_ones(length_groups: int, use_jit
         for k in a:
             assert a[k] == f[k], (i, k)
     assert reused._host.nbytes() > 0 and fresh._host.nbytes() == 0
+
+
+@pytest.mark.parametrize(("agent", "length_groups", "use_jit"), [("rnn", 2, False), ("dueling_rnn", 1, True)])
+def test_inputs_as_rows_give_the_losses_of_4d_inputs(agent: str, length_groups: int, use_jit: bool) -> None:
+    """Agent inputs wider than the hidden layer go to the learner's graph as rows (B*T*N, I) and through
+    ``RNNAgent.unroll_rows``; the losses and updates equal those of the 4-D inputs through ``unroll``."""
+    from dataclasses import replace
+
+    c = cfg(time_bucket=4, length_groups=length_groups, use_jit=use_jit, optimizer="adam")
+    c = replace(c, agent=replace(c.agent, name=agent, hidden_dim=8))  # inputs: 6 obs + 5 actions + 3 ids
+    rows, four = QLearner(INFO, c), QLearner(INFO, c)
+    four.load_state_dict(rows.state_dict())
+    four._rows_inputs = False
+    assert (
+        rows._rows_inputs
+        and rows._arrays(make_batch(1, b=2, lengths=[3, 4], info=INFO), 5, None, 0)[0].ndim == 2
+    )
+    batches = [
+        make_batch(60, b=16, lengths=LENGTHS, info=INFO),
+        make_batch(61, b=16, lengths=[4] * 16, info=INFO),
+    ]
+    for i, b in enumerate(batches * 2):
+        a, f = rows.train(b, 0, i), four.train(b, 0, i)
+        for k in a:
+            assert a[k] == pytest.approx(f[k], rel=1e-6, abs=1e-7), (i, k)

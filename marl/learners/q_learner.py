@@ -183,6 +183,8 @@ class QLearner(ChunkedBPTT, LengthGroups):
         self._soft = self._make_soft_update()
         self.length_plan = LengthPlanner(info.n_agents, lc.pad_to_compiled, lc.use_jit)  # graph lengths
         self._host = HostBuffers()  # the train call's large input arrays, reused from call to call
+        wide = input_dim(info, cfg.agent) > cfg.agent.hidden_dim
+        self._rows_inputs = own_loss and wide and hasattr(self.nets.agent, "unroll_rows")
 
     # ------------------------------------------------------------------------------- the train step
     def _make_step(self):  # noqa: ANN202 (returns a compiled function)
@@ -212,8 +214,13 @@ class QLearner(ChunkedBPTT, LengthGroups):
             pow_vec,
             n_valid=None,
         ):
-            q_BTNA = agent.unroll(inputs_BTNI)
-            target_q_BTNA = ops.stop_gradient(target_agent.unroll(inputs_BTNI, need_grad=False))
+            if inputs_BTNI.ndim == 2:  # batch-major rows (B*T*N, I): see QLearner._arrays
+                b, t, n = avail_BTNA.shape[:3]
+                q_BTNA = agent.unroll_rows(inputs_BTNI, b, t, n)
+                target_q_BTNA = ops.stop_gradient(target_agent.unroll_rows(inputs_BTNI, b, t, n, False))
+            else:
+                q_BTNA = agent.unroll(inputs_BTNI)
+                target_q_BTNA = ops.stop_gradient(target_agent.unroll(inputs_BTNI, need_grad=False))
             target_max = bootstrap(q_BTNA, target_q_BTNA, avail_BTNA, state_BTS)
             targets = ops.stop_gradient(
                 td_lambda_targets(reward_BT1, term_BT1, mask_BT1, target_max, m_t, pow_vec, gamma, lam)
@@ -243,7 +250,10 @@ class QLearner(ChunkedBPTT, LengthGroups):
         ``rows`` (None = all) over the first ``t`` slots (None = all). The cut comes first, so the padding
         beyond ``t`` is never copied or converted. With ``part`` (the part of a train call they feed) the
         agent inputs, available actions and states are written into the learner's reused host arrays
-        (:mod:`marl.learners.host_buffers`), valid until the next call with that part; else new arrays."""
+        (:mod:`marl.learners.host_buffers`), valid until the next call with that part; else new arrays.
+        There, agent inputs wider than the agent's hidden layer come as batch-major rows ``(B*T*N, I)``
+        (``RNNAgent.unroll_rows``: the graph would copy them to reshape its 4-D input), for the learner's own
+        loss only (a subclass's loss takes them 4-D)."""
         info, a = self.info, self.cfg.agent
         b, t_all = batch["filled"].shape[:2]
         if t_all != self.t_slots:
@@ -286,6 +296,8 @@ class QLearner(ChunkedBPTT, LengthGroups):
                 a.obs_last_action,
                 a.obs_agent_id,
             )
+            if self._rows_inputs:
+                inputs = inputs.reshape(b_rows * t * n, width)  # a view of the contiguous buffer
             shape = (b_rows, t, n, info.n_actions)
             avail = copy_rows(buf((part, "avail"), shape, np.int32), batch["avail_actions"], cut, t)
             shape = (b_rows, t, info.state_shape)
