@@ -8,7 +8,7 @@ import pytest
 from marl.modules import MLPAgent, QMixer, RNNAgent, VDNMixer
 from marl.modules.mixers import qmix_reference
 from marl.registry import build
-from marl.utils.ms import ms, setup
+from marl.utils.ms import ms, ops, setup
 
 setup(1, seed=0)
 
@@ -130,3 +130,28 @@ def test_central_value_net_is_the_value_net_on_state_and_id_rows(agent_id: bool)
     grad_p = ms.grad(lambda x: plain(x).sum(), None, plain.trainable_params())(_t(rows_BTNC))
     for gc, gp in zip(grad_c, grad_p, strict=True):
         np.testing.assert_allclose(gc.asnumpy(), gp.asnumpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("use_jit", [False, True])
+def test_abs_cell_equals_autodiff_of_abs_values_and_gradient(use_jit: bool) -> None:
+    """The mixer's |x| (``Abs``: the AbsGrad kernel as its gradient) against autodiff of ``ops.abs`` and of
+    ``relu(x) + relu(-x)`` (its earlier form), zeros included (gradient 0 there)."""
+    from marl.modules.mixers import Abs
+
+    x = _t(np.array([[-2.0, -0.5, 0.0, 0.25, 3.0], [0.0, 1.0, -1.0, 7.0, -0.0]]))
+    w = _t(np.arange(10, dtype=np.float32).reshape(2, 5) - 4.0)
+    cell = Abs()
+
+    def fast(v):  # noqa: ANN001, ANN202
+        return (cell(v) * w).sum()
+
+    def relu_form(v):  # noqa: ANN001, ANN202
+        return ((ops.relu(v) + ops.relu(-v)) * w).sum()
+
+    grad_fast = ms.grad(fast)
+    if use_jit:
+        grad_fast = ms.jit(grad_fast)
+    np.testing.assert_array_equal(cell(x).asnumpy(), np.abs(x.asnumpy()))
+    g = grad_fast(x).asnumpy()
+    np.testing.assert_array_equal(g, ms.grad(relu_form)(x).asnumpy())
+    np.testing.assert_array_equal(g, np.sign(x.asnumpy()) * w.asnumpy())

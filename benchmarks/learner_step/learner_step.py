@@ -7,8 +7,14 @@ clipping at 10 and Adam -- the defaults of ``LearnerConfig``. Batch: 32 episodes
 slots, the first episode full length, the others 20..limit. Steps alternate in blocks between the
 contenders so all see the same machine load.
 
-* ``ms``: marl's ``QLearner.train`` (one ``ms.jit`` graph). ``torch``: the pymarl2-style step in PyTorch
-  eager (``torch_qmix_step.py``). ``torch-compile``: the same step under ``torch.compile``.
+* ``ms``: marl's ``QLearner.train`` on one padded batch (``learner.length_groups: 1``; one ``ms.jit``
+  graph), the same episodes x slots, masking and loss as every peer: the peers are handed the whole padded
+  batch, so this is the like-for-like row. ``ms-groups``: the same learner with the training default
+  ``length_groups: 2`` (the batch's longest eighth trained apart, each part over its own bucketed length;
+  fewer slots, more graphs), listed beside it as a variant: on these batches (the first episode at the
+  limit, the rest 20..limit) the split saves 0-10 % of the slots, so the row shows what the split costs.
+  ``torch``: the pymarl2-style step in PyTorch eager (``torch_qmix_step.py``). ``torch-compile``: the same
+  step under ``torch.compile``.
 * ``jax``: one ``jax.jit`` function for the whole step, GRU in ``lax.scan`` (``jax_qmix_step.py``). JAX
   needs NumPy 2, so it runs in the bench venv (``make bench-env``) as a worker process fed through an
   ``.npz`` and answering "run k steps" requests, so its blocks still alternate with the others.
@@ -68,11 +74,17 @@ from marl.learners import QLearner  # noqa: E402
 from marl.utils.ms import params_to_numpy, setup  # noqa: E402
 
 __all__ = ["batch_arrays", "map_info", "step_matmul_flops", "synthetic_batch", "torch_peer"]
-CONTENDERS = ("ms", "torch", "torch-compile", "jax")
+CONTENDERS = ("ms", "ms-groups", "torch", "torch-compile", "jax")
 # torch.compile layouts screened by default: each compiles cold, 3-6 minutes at 3m sizes on a loaded 2-core
 # machine (the Python loops unroll over time); a hoisted input projection ran 2.4x slower there
 TORCH_SCREEN = ("default-breaks-loop", "default-graph-loop", "max-autotune-no-cudagraphs-graph-loop")
-LABELS = {"ms": "MindSpore", "torch": "PyTorch eager", "torch-compile": "torch.compile", "jax": "JAX jit"}
+LABELS = {
+    "ms": "MindSpore",
+    "ms-groups": "MindSpore",
+    "torch": "PyTorch eager",
+    "torch-compile": "torch.compile",
+    "jax": "JAX jit",
+}
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -102,15 +114,21 @@ def build_contenders(
 ) -> tuple:
     """Every chosen contender on map ``name``'s sizes, each after its first (compiling) step on batch 0."""
     info = map_info(name)
-    cfg = Config(learner=LearnerConfig(batch_size=args.batch, use_jit=True))
+    cfg = Config(learner=LearnerConfig(batch_size=args.batch, use_jit=True, length_groups=1))
     batches = [synthetic_batch(info, args.batch, seed) for seed in range(4)]
     learner = QLearner(info, cfg)
     weights = params_to_numpy(learner.nets)
     arrays = [batch_arrays(b, cfg) for b in batches]
     out = []
-    out_ms, dt, _ = timed(learner.train, batches[0], 0, 0)
-    ms_step = loop(lambda b: learner.train(b, 0, 0)["loss"], [[b] for b in batches])
-    out.append(Contender("ms", ms_step, out_ms["loss"], dt, layout="QLearner (ms.jit)"))
+    learners = [("ms", learner, "QLearner, one padded batch")]
+    if "ms-groups" in args.contenders:  # the training default (length_groups 2), from the same weights
+        grouped = QLearner(info, Config(learner=LearnerConfig(batch_size=args.batch, use_jit=True)))
+        grouped.load_state_dict(learner.state_dict())
+        learners.append(("ms-groups", grouped, "QLearner, length groups (training default)"))
+    for key, lrn, layout in learners:
+        out_ms, dt, _ = timed(lrn.train, batches[0], 0, 0)
+        ms_step = loop(lambda b, lrn=lrn: lrn.train(b, 0, 0)["loss"], [[b] for b in batches])
+        out.append(Contender(key, ms_step, out_ms["loss"], dt, layout=layout))
     torch_keys = [k for k in ("torch", "torch-compile") if k in args.contenders]
     if torch_keys:
         try:

@@ -194,7 +194,7 @@ class LengthGroups(GroupSplit):
         mask = transition_mask(batch["filled"], batch["terminated"])
         per_slot = 1 if self.nets.mixer is not None else self.info.n_agents  # targets (B, T, K): K values
         n_valid = Tensor(np.float32(mask.sum() * per_slot))
-        return [self._cut(batch, t, rows) for rows, t in groups], n_valid
+        return [self._cut(batch, t, rows, part=i) for i, (rows, t) in enumerate(groups)], n_valid
 
     def _grouped_step(self, batch, groups) -> np.ndarray:  # noqa: ANN001
         """One update over ``groups``: ``[loss, *stats, grad_norm]`` as the one-batch step returns it."""

@@ -29,6 +29,7 @@ from marl.config.schema import Config
 from marl.controllers.mac import MultiAgentController, build_agent_inputs, input_dim
 from marl.envs.base import EnvInfo
 from marl.learners.compiled_lengths import LengthPlanner
+from marl.learners.host_buffers import HostBuffers, agent_inputs_into, copy_rows
 from marl.learners.length_groups import LengthGroups, length_group_graphs
 from marl.learners.optim import clip_and_apply, make_optimizer
 from marl.learners.q_chunked import HYBRID_MAX_SLOTS, ChunkedBPTT, resolve_bptt_chunk
@@ -181,6 +182,9 @@ class QLearner(ChunkedBPTT, LengthGroups):
         )
         self._soft = self._make_soft_update()
         self.length_plan = LengthPlanner(info.n_agents, lc.pad_to_compiled, lc.use_jit)  # graph lengths
+        self._host = HostBuffers()  # the train call's large input arrays, reused from call to call
+        wide = input_dim(info, cfg.agent) > cfg.agent.hidden_dim
+        self._rows_inputs = own_loss and wide and hasattr(self.nets.agent, "unroll_rows")
 
     # ------------------------------------------------------------------------------- the train step
     def _make_step(self):  # noqa: ANN202 (returns a compiled function)
@@ -210,8 +214,13 @@ class QLearner(ChunkedBPTT, LengthGroups):
             pow_vec,
             n_valid=None,
         ):
-            q_BTNA = agent.unroll(inputs_BTNI)
-            target_q_BTNA = ops.stop_gradient(target_agent.unroll(inputs_BTNI, need_grad=False))
+            if inputs_BTNI.ndim == 2:  # batch-major rows (B*T*N, I): see QLearner._arrays
+                b, t, n = avail_BTNA.shape[:3]
+                q_BTNA = agent.unroll_rows(inputs_BTNI, b, t, n)
+                target_q_BTNA = ops.stop_gradient(target_agent.unroll_rows(inputs_BTNI, b, t, n, False))
+            else:
+                q_BTNA = agent.unroll(inputs_BTNI)
+                target_q_BTNA = ops.stop_gradient(target_agent.unroll(inputs_BTNI, need_grad=False))
             target_max = bootstrap(q_BTNA, target_q_BTNA, avail_BTNA, state_BTS)
             targets = ops.stop_gradient(
                 td_lambda_targets(reward_BT1, term_BT1, mask_BT1, target_max, m_t, pow_vec, gamma, lam)
@@ -231,11 +240,20 @@ class QLearner(ChunkedBPTT, LengthGroups):
         return loss_fn
 
     def _arrays(
-        self, batch: EpisodeBatch, t: int | None = None, rows: np.ndarray | None = None
+        self,
+        batch: EpisodeBatch,
+        t: int | None = None,
+        rows: np.ndarray | None = None,
+        part: int | None = None,
     ) -> list[np.ndarray]:
         """NumPy batch -> the whole-episode step's input arrays (checked against EnvInfo), of the episodes
         ``rows`` (None = all) over the first ``t`` slots (None = all). The cut comes first, so the padding
-        beyond ``t`` is never copied or converted."""
+        beyond ``t`` is never copied or converted. With ``part`` (the part of a train call they feed) the
+        agent inputs, available actions and states are written into the learner's reused host arrays
+        (:mod:`marl.learners.host_buffers`), valid until the next call with that part; else new arrays.
+        There, agent inputs wider than the agent's hidden layer come as batch-major rows ``(B*T*N, I)``
+        (``RNNAgent.unroll_rows``: the graph would copy them to reshape its 4-D input), for the learner's own
+        loss only (a subclass's loss takes them 4-D)."""
         info, a = self.info, self.cfg.agent
         b, t_all = batch["filled"].shape[:2]
         if t_all != self.t_slots:
@@ -263,15 +281,35 @@ class QLearner(ChunkedBPTT, LengthGroups):
         mask = transition_mask(get("filled"), get("terminated"))
         if whole and mask.sum() <= 0:  # a group (rows) of a batch with transitions may have none
             raise ValueError("batch holds no transitions (filled mask is empty)")
-        inputs = build_agent_inputs(get("obs"), get("actions_onehot"), a.obs_last_action, a.obs_agent_id)
+        if part is None:
+            inputs = build_agent_inputs(get("obs"), get("actions_onehot"), a.obs_last_action, a.obs_agent_id)
+            avail, state = np.asarray(get("avail_actions"), np.int32), np.asarray(get("state"), np.float32)
+        else:  # the large arrays, filled into this part's reused host arrays
+            b_rows, n = (b if whole else len(rows)), info.n_agents
+            width = input_dim(info, a)
+            buf, cut = self._host.take, (None if whole else rows)
+            inputs = agent_inputs_into(
+                buf((part, "inputs"), (b_rows, t, n, width), np.float32),
+                batch["obs"],
+                batch["actions_onehot"],
+                cut,
+                a.obs_last_action,
+                a.obs_agent_id,
+            )
+            if self._rows_inputs:
+                inputs = inputs.reshape(b_rows * t * n, width)  # a view of the contiguous buffer
+            shape = (b_rows, t, n, info.n_actions)
+            avail = copy_rows(buf((part, "avail"), shape, np.int32), batch["avail_actions"], cut, t)
+            shape = (b_rows, t, info.state_shape)
+            state = copy_rows(buf((part, "state"), shape, np.float32), batch["state"], cut, t)
         arrays = [
             inputs,
-            np.asarray(get("avail_actions"), np.int32),
+            avail,
             np.asarray(get("actions")[:, :-1], np.int64),
             np.asarray(get("reward")[:, :-1], np.float32),
             np.asarray(get("terminated")[:, :-1], np.float32),
             mask,
-            np.asarray(get("state"), np.float32),
+            state,
         ]
         return [np.ascontiguousarray(x) for x in arrays]
 
@@ -293,10 +331,14 @@ class QLearner(ChunkedBPTT, LengthGroups):
         TD(lambda) constants for that length (the one NumPy -> Tensor crossing per train call)."""
         return self._cut(batch, self.train_slots(batch["filled"]))
 
-    def _cut(self, batch: EpisodeBatch, t: int, rows: np.ndarray | None = None) -> list[ms.Tensor]:
+    def _cut(
+        self, batch: EpisodeBatch, t: int, rows: np.ndarray | None = None, part: int | None = None
+    ) -> list[ms.Tensor]:
         """:meth:`_arrays` of the episodes ``rows`` over ``t`` slots as tensors, plus the TD(lambda)
-        constants for ``t`` slots (the one NumPy -> Tensor crossing per train call)."""
-        return [Tensor.from_numpy(x) for x in self._arrays(batch, t, rows)] + list(self._lambda_tensors(t))
+        constants for ``t`` slots (the one NumPy -> Tensor crossing per train call); ``part``: see
+        :meth:`_arrays` (the tensors share the reused host arrays)."""
+        arrays = self._arrays(batch, t, rows, part)
+        return [Tensor.from_numpy(x) for x in arrays] + list(self._lambda_tensors(t))
 
     def train(self, batch: EpisodeBatch, t_env: int, episode: int) -> dict[str, float]:
         """One gradient step on ``batch``; updates targets on schedule. Returns the step's statistics."""
@@ -310,7 +352,7 @@ class QLearner(ChunkedBPTT, LengthGroups):
         else:
             b = batch["filled"].shape[0]
             t = plan.slots(("batch", b), b, self.train_slots(batch["filled"]))
-            out = self._step(*self._cut(batch, t)).asnumpy()
+            out = self._step(*self._cut(batch, t, part=0)).asnumpy()
         plan.record(time.perf_counter() - start)
         self.train_steps += 1
         tau = self.cfg.learner.target_update_tau

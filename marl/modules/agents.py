@@ -84,21 +84,38 @@ class RNNAgent(nn.Cell):
         q_BTNA = q.reshape(t, b, n, self.n_actions).transpose(1, 0, 2, 3)
         return q_BTNA, h_TMH.reshape(t, b, n, self.hidden_dim).transpose(1, 0, 2, 3)
 
+    def unroll_rows(self, inputs_RI: ms.Tensor, b: int, t: int, n: int, need_grad: bool = True) -> ms.Tensor:
+        """:meth:`unroll` of inputs given as batch-major rows ``(B*T*N, I)``, for inputs wider than the
+        hidden layer. A graph's reshape of its own 4-D input to rows is a copy on MindSpore's CPU backend
+        (27m_vs_30m: 218 MB, ~20 ms a step), so a learner that holds its inputs as rows hands them over so."""
+        h0_MH = ops.zeros((b * n, self.hidden_dim), ms.float32)
+        h_TMH = self._recur(self._fc1_rows(inputs_RI, b, t, n), t, h0_MH, need_grad)
+        q = self.fc2(h_TMH.reshape(t * b * n, self.hidden_dim))
+        return q.reshape(t, b, n, self.n_actions).transpose(1, 0, 2, 3)
+
+    def _fc1_rows(self, inputs_RI: ms.Tensor, b: int, t: int, n: int) -> ms.Tensor:
+        """fc1 + ReLU of batch-major rows, then transposed to time-major rows ``(T*B*N, H)``."""
+        x = self.relu(self.fc1(inputs_RI))
+        return x.reshape(b, t, n, self.hidden_dim).transpose(1, 0, 2, 3).reshape(t * b * n, self.hidden_dim)
+
     def hiddens(self, inputs_BTNI: ms.Tensor, h0_MH: ms.Tensor, need_grad: bool = True) -> ms.Tensor:
         """The GRU hidden state after every slot, time-major ``(T, M, H)`` (``M = B*N``, batch-major rows)."""
         b, t, n, i = inputs_BTNI.shape
-        hd, m = self.hidden_dim, b * n
-        w_ih, b_ih, w_hh, b_hh = self.rnn.weight_ih, self.rnn.bias_ih, self.rnn.weight_hh, self.rnn.bias_hh
         # Time-major rows, so each step's slice is contiguous; the input projection of all steps is hoisted
         # out of the loop (one 2-D matmul); the biases are added inside the sequence cell. The batch-major ->
         # time-major transpose (a copy, and another in the backward pass) is made on the narrower of the
         # inputs and fc1's output: row-wise layers commute with it (27m_vs_30m: 348 inputs, 64 outputs).
-        if i <= hd:
-            x = self.relu(self.fc1(inputs_BTNI.transpose(1, 0, 2, 3).reshape(t * m, i)))
+        if i <= self.hidden_dim:
+            x = self.relu(self.fc1(inputs_BTNI.transpose(1, 0, 2, 3).reshape(t * b * n, i)))
         else:
-            x = self.relu(self.fc1(inputs_BTNI.reshape(b * t * n, i)))
-            x = x.reshape(b, t, n, hd).transpose(1, 0, 2, 3).reshape(t * m, hd)
-        gi_TMG = self.matmul_t(x, w_ih).reshape(t, m, 3 * hd)
+            x = self._fc1_rows(inputs_BTNI.reshape(b * t * n, i), b, t, n)
+        return self._recur(x, t, h0_MH, need_grad)
+
+    def _recur(self, x_RH: ms.Tensor, t: int, h0_MH: ms.Tensor, need_grad: bool) -> ms.Tensor:
+        """The GRU over time-major rows ``x_RH`` (``R = T*M``) from ``h0_MH``: hidden states ``(T, M, H)``."""
+        hd, m = self.hidden_dim, h0_MH.shape[0]
+        w_ih, b_ih, w_hh, b_hh = self.rnn.weight_ih, self.rnn.bias_ih, self.rnn.weight_hh, self.rnn.bias_hh
+        gi_TMG = self.matmul_t(x_RH, w_ih).reshape(t, m, 3 * hd)
         if need_grad:
             h_TMH = self.sequence(gi_TMG, h0_MH, w_hh, b_ih, b_hh)[0]
         else:

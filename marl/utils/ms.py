@@ -25,6 +25,7 @@ except ImportError as exc:  # the engine-only install: `pip install .` without t
     ) from exc
 import numpy as np  # noqa: E402
 from mindspore import Parameter, Tensor, mint, nn, ops  # noqa: E402
+from mindspore.ops.operations._grad_ops import AbsGrad  # noqa: E402  (the QMIX mixer's |x| gradient)
 
 try:
     from threadpoolctl import threadpool_limits  # noqa: E402  (the "train" extra)
@@ -32,6 +33,7 @@ except ImportError:  # a venv made before the dependency: keep running, BLAS kee
     threadpool_limits = None
 
 __all__ = [
+    "AbsGrad",
     "Parameter",
     "Tensor",
     "assign_numpy",
