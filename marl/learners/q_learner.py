@@ -26,12 +26,13 @@ import numpy as np
 
 from marl.buffers.episode import EpisodeBatch
 from marl.config.schema import Config
-from marl.controllers.mac import MultiAgentController, build_agent_inputs, input_dim
+from marl.controllers.mac import MultiAgentController, input_dim
 from marl.envs.base import EnvInfo
 from marl.learners.compiled_lengths import LengthPlanner
-from marl.learners.host_buffers import HostBuffers, agent_inputs_into, copy_rows
+from marl.learners.host_buffers import HostBuffers
 from marl.learners.length_groups import LengthGroups, length_group_graphs
 from marl.learners.optim import clip_and_apply, make_optimizer
+from marl.learners.q_arrays import q_step_arrays
 from marl.learners.q_chunked import HYBRID_MAX_SLOTS, ChunkedBPTT, resolve_bptt_chunk
 from marl.learners.targets import (
     bucketed_slots,
@@ -41,7 +42,6 @@ from marl.learners.targets import (
     make_bootstrap,
     mixer_uses_actions,
     td_lambda_targets,
-    transition_mask,
 )
 from marl.modules.agents import RNNAgent
 from marl.modules.gru_kernel import GRUSequenceKernel
@@ -246,72 +246,11 @@ class QLearner(ChunkedBPTT, LengthGroups):
         rows: np.ndarray | None = None,
         part: int | None = None,
     ) -> list[np.ndarray]:
-        """NumPy batch -> the whole-episode step's input arrays (checked against EnvInfo), of the episodes
-        ``rows`` (None = all) over the first ``t`` slots (None = all). The cut comes first, so the padding
-        beyond ``t`` is never copied or converted. With ``part`` (the part of a train call they feed) the
-        agent inputs, available actions and states are written into the learner's reused host arrays
-        (:mod:`marl.learners.host_buffers`), valid until the next call with that part; else new arrays.
-        There, agent inputs wider than the agent's hidden layer come as batch-major rows ``(B*T*N, I)``
-        (``RNNAgent.unroll_rows``: the graph would copy them to reshape its 4-D input), for the learner's own
-        loss only (a subclass's loss takes them 4-D)."""
-        info, a = self.info, self.cfg.agent
-        b, t_all = batch["filled"].shape[:2]
-        if t_all != self.t_slots:
-            raise ValueError(
-                f"batch has {t_all} time slots; this learner is compiled for episode_limit + 1 = "
-                f"{self.t_slots} (pad episodes with EpisodeBatch, do not truncate)"
-            )
-        want = {
-            "obs": (info.n_agents, info.obs_shape),
-            "state": (info.state_shape,),
-            "avail_actions": (info.n_agents, info.n_actions),
-            "actions": (info.n_agents, 1),
-            "actions_onehot": (info.n_agents, info.n_actions),
-        }
-        for key, shape in want.items():
-            if batch[key].shape != (b, t_all) + shape:
-                expected = (b, t_all) + shape
-                raise ValueError(f"batch[{key!r}] has shape {batch[key].shape}, expected {expected}")
-        whole = rows is None
-        t, rows = (t_all if t is None else t), (slice(None) if rows is None else rows)
-
-        def get(key: str) -> np.ndarray:
-            return batch[key][rows, :t]
-
-        mask = transition_mask(get("filled"), get("terminated"))
-        if whole and mask.sum() <= 0:  # a group (rows) of a batch with transitions may have none
-            raise ValueError("batch holds no transitions (filled mask is empty)")
-        if part is None:
-            inputs = build_agent_inputs(get("obs"), get("actions_onehot"), a.obs_last_action, a.obs_agent_id)
-            avail, state = np.asarray(get("avail_actions"), np.int32), np.asarray(get("state"), np.float32)
-        else:  # the large arrays, filled into this part's reused host arrays
-            b_rows, n = (b if whole else len(rows)), info.n_agents
-            width = input_dim(info, a)
-            buf, cut = self._host.take, (None if whole else rows)
-            inputs = agent_inputs_into(
-                buf((part, "inputs"), (b_rows, t, n, width), np.float32),
-                batch["obs"],
-                batch["actions_onehot"],
-                cut,
-                a.obs_last_action,
-                a.obs_agent_id,
-            )
-            if self._rows_inputs:
-                inputs = inputs.reshape(b_rows * t * n, width)  # a view of the contiguous buffer
-            shape = (b_rows, t, n, info.n_actions)
-            avail = copy_rows(buf((part, "avail"), shape, np.int32), batch["avail_actions"], cut, t)
-            shape = (b_rows, t, info.state_shape)
-            state = copy_rows(buf((part, "state"), shape, np.float32), batch["state"], cut, t)
-        arrays = [
-            inputs,
-            avail,
-            np.asarray(get("actions")[:, :-1], np.int64),
-            np.asarray(get("reward")[:, :-1], np.float32),
-            np.asarray(get("terminated")[:, :-1], np.float32),
-            mask,
-            state,
-        ]
-        return [np.ascontiguousarray(x) for x in arrays]
+        """:func:`~marl.learners.q_arrays.q_step_arrays` for this learner: with ``part`` into its reused
+        host arrays, agent inputs as rows where its own loss takes them so."""
+        host = None if part is None else self._host
+        rows_inputs = part is not None and self._rows_inputs
+        return q_step_arrays(batch, self.info, self.cfg.agent, self.t_slots, t, rows, host, part, rows_inputs)
 
     def train_slots(self, filled_BT1: np.ndarray) -> int:
         """Slots the whole-episode step runs over for a batch with this ``filled`` mask
