@@ -185,7 +185,10 @@ def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def installed_wheel(built_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The folder ``built_wheel`` is installed in (``pip install --target``): run it, never edit it."""
-    from wheels import install_wheel
+    """The folder ``built_wheel`` is installed in (``pip install --target``), with the checkout's compiled
+    engine for Numba (``wheels.seed_numba_cache``: the same sources, compiled once): run it, never edit it."""
+    from wheels import install_wheel, seed_numba_cache
 
-    return install_wheel(built_wheel, tmp_path_factory.mktemp("site"))
+    site = install_wheel(built_wheel, tmp_path_factory.mktemp("site"))
+    seed_numba_cache(site, tmp_path_factory.mktemp("warm"))
+    return site
