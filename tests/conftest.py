@@ -128,14 +128,33 @@ def tier_of(item: pytest.Item) -> str:
     return tier
 
 
+def _start_rank(item: pytest.Item) -> tuple[bool, bool, bool]:
+    """Where a test goes in a pytest-xdist run: the learning tier first, then the ``slow`` tests, then the
+    other tiers, the unit tier last (False sorts first)."""
+    return (
+        item.get_closest_marker("learning") is None,
+        item.get_closest_marker("slow") is None,
+        item.get_closest_marker("unit") is not None,
+    )
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Give every test its tier marker, so that ``-m unit`` (and the other tiers) select it."""
+    """Give every test its tier marker, so that ``-m unit`` (and the other tiers) select it; under
+    pytest-xdist, start the long tests first.
+
+    A worker is handed a few tests at a time, in collection order (``--dist loadgroup`` hands out the
+    ``xdist_group`` groups first, the largest first): a long test collected last could leave one worker
+    running it alone at the end while the other waits. Longest first, with the many short unit tests at the
+    end, the two workers finish together. The order within each rank stays the collection order.
+    """
     for item in items:
         tier = tier_of(item)
         if item.get_closest_marker(tier) is None:
             item.add_marker(getattr(pytest.mark, tier))
         if tier in TIER_TIMEOUT_S and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(TIER_TIMEOUT_S[tier]))
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker (every worker sorts the same way)
+        items.sort(key=_start_rank)
 
 
 @pytest.fixture(autouse=True)

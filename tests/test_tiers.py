@@ -48,3 +48,10 @@ def test_no_test_file_imports_another() -> None:
         for m in re.finditer(r"^\s*(?:from|import)\s+test_\w+", path.read_text(encoding="utf-8"), re.M)
     ]
     assert not found, f"test files import other test files: {found}"
+
+
+def test_under_xdist_the_learning_and_slow_tests_start_first(request: pytest.FixtureRequest) -> None:
+    assert conftest._start_rank(request.node) == (True, True, True)  # this test: not learning, not slow, unit
+    ranks = [conftest._start_rank(item) for item in request.session.items]
+    if hasattr(request.config, "workerinput"):  # a pytest-xdist worker: its collection is in that order
+        assert ranks == sorted(ranks)
