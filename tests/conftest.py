@@ -29,6 +29,9 @@ DEFAULT_TIER = "integration"
 EXTERNAL_MARKERS = ("sc2", "mindinsight")
 # Per-test ceilings (pytest-timeout) of the tiers whose tests train for real; the rest use pyproject's 300 s.
 TIER_TIMEOUT_S = {"learning": 900, "external": 900}
+# The SMACv2 tests share one xdist group: Numba does not stop two processes compiling the same kernel at
+# once, and on a fresh clone both workers met the SMACv2 kernels together and compiled them twice.
+SMACV2_FILES = "test_smacv2_"
 
 _UNIT = """
 buffers config config_sections dense gru_kernel gym_env gym_view logging modules mpe numba_cache_guard
@@ -138,6 +141,7 @@ def _start_rank(item: pytest.Item) -> tuple[bool, bool, bool]:
     )
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's hook reads the xdist_group markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Give every test its tier marker, so that ``-m unit`` (and the other tiers) select it; under
     pytest-xdist, start the long tests first.
@@ -151,6 +155,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         tier = tier_of(item)
         if item.get_closest_marker(tier) is None:
             item.add_marker(getattr(pytest.mark, tier))
+        if item.path.name.startswith(SMACV2_FILES) and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group("smacv2"))
         if tier in TIER_TIMEOUT_S and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(TIER_TIMEOUT_S[tier]))
     if hasattr(config, "workerinput"):  # a pytest-xdist worker (every worker sorts the same way)

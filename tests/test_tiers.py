@@ -55,3 +55,10 @@ def test_under_xdist_the_learning_and_slow_tests_start_first(request: pytest.Fix
     ranks = [conftest._start_rank(item) for item in request.session.items]
     if hasattr(request.config, "workerinput"):  # a pytest-xdist worker: its collection is in that order
         assert ranks == sorted(ranks)
+
+
+def test_the_smacv2_tests_share_one_xdist_group(request: pytest.FixtureRequest) -> None:
+    assert sorted(TESTS.glob(f"{conftest.SMACV2_FILES}*.py")), "the prefix names no test file"
+    for item in request.session.items:
+        if item.path.name.startswith(conftest.SMACV2_FILES):
+            assert item.get_closest_marker("xdist_group").args == ("smacv2",), item.nodeid
