@@ -29,9 +29,11 @@ DEFAULT_TIER = "integration"
 EXTERNAL_MARKERS = ("sc2", "mindinsight")
 # Per-test ceilings (pytest-timeout) of the tiers whose tests train for real; the rest use pyproject's 300 s.
 TIER_TIMEOUT_S = {"learning": 900, "external": 900}
-# The SMACv2 tests share one xdist group: Numba does not stop two processes compiling the same kernel at
-# once, and on a fresh clone both workers met the SMACv2 kernels together and compiled them twice.
-SMACV2_FILES = "test_smacv2_"
+# xdist groups by file-name prefix (a test's own xdist_group marker wins). ``smacv2``: Numba does not stop
+# two processes compiling the same kernel at once, and on a fresh clone both workers met the SMACv2 kernels
+# together and compiled them twice. ``trained``: the untrusted-checkpoint, -input and -property tests share
+# the ``trained`` run, which each worker that runs one of them trains (10-25 s).
+FILE_GROUPS = {"test_smacv2_": "smacv2", "test_untrusted_": "trained"}
 
 _UNIT = """
 buffers config config_sections dense gru_kernel gym_env gym_view logging modules mpe numba_cache_guard
@@ -155,8 +157,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         tier = tier_of(item)
         if item.get_closest_marker(tier) is None:
             item.add_marker(getattr(pytest.mark, tier))
-        if item.path.name.startswith(SMACV2_FILES) and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group("smacv2"))
+        group = next((g for p, g in FILE_GROUPS.items() if item.path.name.startswith(p)), None)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
         if tier in TIER_TIMEOUT_S and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(TIER_TIMEOUT_S[tier]))
     if hasattr(config, "workerinput"):  # a pytest-xdist worker (every worker sorts the same way)
@@ -192,8 +195,8 @@ def _no_real_game_unless_marked(request, monkeypatch, tmp_path_factory):
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny fake-env QMIX run folder with three or more periodic checkpoints, trained once per worker.
 
-    Shared by the untrusted-checkpoint, -input and -property tests: a test that changes the folder copies
-    it first (``shutil.copytree``).
+    Shared by the untrusted-checkpoint, -input and -property tests (one xdist group, ``FILE_GROUPS``, so one
+    worker trains it): a test that changes the folder copies it first (``shutil.copytree``).
     """
     from train_runs import train_checkpointed_run  # tests/ is on sys.path; MindSpore only when used
 

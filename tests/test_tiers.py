@@ -57,8 +57,9 @@ def test_under_xdist_the_learning_and_slow_tests_start_first(request: pytest.Fix
         assert ranks == sorted(ranks)
 
 
-def test_the_smacv2_tests_share_one_xdist_group(request: pytest.FixtureRequest) -> None:
-    assert sorted(TESTS.glob(f"{conftest.SMACV2_FILES}*.py")), "the prefix names no test file"
-    for item in request.session.items:
-        if item.path.name.startswith(conftest.SMACV2_FILES):
-            assert item.get_closest_marker("xdist_group").args == ("smacv2",), item.nodeid
+def test_the_file_groups_name_test_files_and_mark_their_tests(request: pytest.FixtureRequest) -> None:
+    for prefix, group in conftest.FILE_GROUPS.items():
+        assert sorted(TESTS.glob(f"{prefix}*.py")), f"{prefix}: names no test file"
+        for item in request.session.items:
+            if item.path.name.startswith(prefix):
+                assert item.get_closest_marker("xdist_group").args == (group,), item.nodeid
