@@ -29,6 +29,11 @@ DEFAULT_TIER = "integration"
 EXTERNAL_MARKERS = ("sc2", "mindinsight")
 # Per-test ceilings (pytest-timeout) of the tiers whose tests train for real; the rest use pyproject's 300 s.
 TIER_TIMEOUT_S = {"learning": 900, "external": 900}
+# xdist groups by file-name prefix (a test's own xdist_group marker wins). ``smacv2``: Numba does not stop
+# two processes compiling the same kernel at once, and on a fresh clone both workers met the SMACv2 kernels
+# together and compiled them twice. ``trained``: the untrusted-checkpoint, -input and -property tests share
+# the ``trained`` run, which each worker that runs one of them trains (10-25 s).
+FILE_GROUPS = {"test_smacv2_": "smacv2", "test_untrusted_": "trained"}
 
 _UNIT = """
 buffers config config_sections dense gru_kernel gym_env gym_view logging modules mpe numba_cache_guard
@@ -128,14 +133,37 @@ def tier_of(item: pytest.Item) -> str:
     return tier
 
 
+def _start_rank(item: pytest.Item) -> tuple[bool, bool, bool]:
+    """Where a test goes in a pytest-xdist run: the learning tier first, then the ``slow`` tests, then the
+    other tiers, the unit tier last (False sorts first)."""
+    return (
+        item.get_closest_marker("learning") is None,
+        item.get_closest_marker("slow") is None,
+        item.get_closest_marker("unit") is not None,
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's hook reads the xdist_group markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Give every test its tier marker, so that ``-m unit`` (and the other tiers) select it."""
+    """Give every test its tier marker, so that ``-m unit`` (and the other tiers) select it; under
+    pytest-xdist, start the long tests first.
+
+    A worker is handed a few tests at a time, in collection order (``--dist loadgroup`` hands out the
+    ``xdist_group`` groups first, the largest first): a long test collected last could leave one worker
+    running it alone at the end while the other waits. Longest first, with the many short unit tests at the
+    end, the two workers finish together. The order within each rank stays the collection order.
+    """
     for item in items:
         tier = tier_of(item)
         if item.get_closest_marker(tier) is None:
             item.add_marker(getattr(pytest.mark, tier))
+        group = next((g for p, g in FILE_GROUPS.items() if item.path.name.startswith(p)), None)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
         if tier in TIER_TIMEOUT_S and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(TIER_TIMEOUT_S[tier]))
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker (every worker sorts the same way)
+        items.sort(key=_start_rank)
 
 
 @pytest.fixture(autouse=True)
@@ -167,8 +195,8 @@ def _no_real_game_unless_marked(request, monkeypatch, tmp_path_factory):
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny fake-env QMIX run folder with three or more periodic checkpoints, trained once per worker.
 
-    Shared by the untrusted-checkpoint, -input and -property tests: a test that changes the folder copies
-    it first (``shutil.copytree``).
+    Shared by the untrusted-checkpoint, -input and -property tests (one xdist group, ``FILE_GROUPS``, so one
+    worker trains it): a test that changes the folder copies it first (``shutil.copytree``).
     """
     from train_runs import train_checkpointed_run  # tests/ is on sys.path; MindSpore only when used
 
@@ -185,7 +213,10 @@ def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def installed_wheel(built_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The folder ``built_wheel`` is installed in (``pip install --target``): run it, never edit it."""
-    from wheels import install_wheel
+    """The folder ``built_wheel`` is installed in (``pip install --target``), with the checkout's compiled
+    engine for Numba (``wheels.seed_numba_cache``: the same sources, compiled once): run it, never edit it."""
+    from wheels import install_wheel, seed_numba_cache
 
-    return install_wheel(built_wheel, tmp_path_factory.mktemp("site"))
+    site = install_wheel(built_wheel, tmp_path_factory.mktemp("site"))
+    seed_numba_cache(site, tmp_path_factory.mktemp("warm"))
+    return site

@@ -240,6 +240,9 @@ def test_exact_resume_on_the_embedded_smac_engine(tmp_path):
         "log.mindinsight=false",
         "env.backend=sim",
         "learner.target_update_interval=10",
+        # the engine's streams are under test, not the graph compiles (each run compiled one graph per episode
+        # length: most of the test's time); the compiled learner's exact resume is the fake-env test's above
+        "learner.use_jit=false",
         f"results_dir={tmp_path}",
     ]
 

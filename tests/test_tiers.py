@@ -48,3 +48,18 @@ def test_no_test_file_imports_another() -> None:
         for m in re.finditer(r"^\s*(?:from|import)\s+test_\w+", path.read_text(encoding="utf-8"), re.M)
     ]
     assert not found, f"test files import other test files: {found}"
+
+
+def test_under_xdist_the_learning_and_slow_tests_start_first(request: pytest.FixtureRequest) -> None:
+    assert conftest._start_rank(request.node) == (True, True, True)  # this test: not learning, not slow, unit
+    ranks = [conftest._start_rank(item) for item in request.session.items]
+    if hasattr(request.config, "workerinput"):  # a pytest-xdist worker: its collection is in that order
+        assert ranks == sorted(ranks)
+
+
+def test_the_file_groups_name_test_files_and_mark_their_tests(request: pytest.FixtureRequest) -> None:
+    for prefix, group in conftest.FILE_GROUPS.items():
+        assert sorted(TESTS.glob(f"{prefix}*.py")), f"{prefix}: names no test file"
+        for item in request.session.items:
+            if item.path.name.startswith(prefix):
+                assert item.get_closest_marker("xdist_group").args == (group,), item.nodeid

@@ -10,11 +10,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from wheels import WHEEL_RUN  # tests/ is on sys.path under pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# slow (integration tier, never unit): the installed copy is new to Numba, so its training run compiles the
-# engine from scratch: about 60 s (a first run with jit on took 94 s, a second in the same install 32 s, at
-# load average 7 on the 2-core machine, 2026-11-28).
+# slow (integration tier, never unit): a subprocess imports MindSpore and trains (9.6 s, with 5 s more to
+# build, install and seed the wheel, at load average 6.7 on the 2-core machine, 2026-11-29). The installed
+# copy is new to Numba: conftest's ``installed_wheel`` copies the checkout's compiled engine beside it
+# (``wheels.seed_numba_cache``; compiling it again took 60 s of this test's 60-100 s).
 # conftest's session-scoped ``built_wheel`` and ``installed_wheel`` build and install the wheel once for
 # these tests and test_engine_only's, which share one xdist group so that one worker builds it.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel")]
@@ -60,16 +62,7 @@ def test_a_non_editable_install_trains_from_another_directory(tmp_path: Path, in
     module, config_dir = where.stdout.split()
     assert Path(module).is_relative_to(site) and Path(config_dir).is_relative_to(site)
     assert not Path(config_dir).is_symlink() and (Path(config_dir) / "algs" / "qmix.yaml").is_file()
-    overrides = ["t_max=1000", "runner.batch_size_run=2", "log.test_nepisode=2", "log.test_interval=500"]
-    overrides += [
-        "log.log_interval=500",
-        "log.mindinsight=false",
-        "log.progress=false",
-        "learner.batch_size=4",
-        # the graph compiles are not under test here (they took 22 s of a warm 32 s run); the eager learner
-        # still builds the GRU kernel (marl/kernels) from the installed copy
-        "learner.use_jit=false",
-    ]
+    overrides = ["t_max=1000", *WHEEL_RUN]
     train = subprocess.run(
         [str(python), str(site / "bin" / "marl"), "train", "--alg", "qmix", "--map", "3m", *overrides],
         cwd=work,
