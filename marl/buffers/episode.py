@@ -102,3 +102,15 @@ class EpisodeBatch:
 
     def nbytes(self) -> int:
         return sum(v.nbytes for v in self.data.values())
+
+
+def check_slots(batch: EpisodeBatch, t_slots: int) -> tuple[int, int]:
+    """(episodes, slots) of ``batch``, whose episodes a learner compiled for ``t_slots`` (episode_limit + 1)
+    needs padded to exactly that many slots; a ``ValueError`` says so otherwise."""
+    b, t = batch["filled"].shape[:2]
+    if t != t_slots:
+        raise ValueError(
+            f"batch has {t} time slots; this learner is compiled for episode_limit + 1 = "
+            f"{t_slots} (pad episodes with EpisodeBatch, do not truncate)"
+        )
+    return b, t

@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 
-from marl.buffers.episode import EpisodeBatch
+from marl.buffers.episode import EpisodeBatch, check_slots
 from marl.config.schema import Config
 from marl.controllers.mac import build_agent_inputs, input_dim
 from marl.controllers.policy_controller import PolicyController
@@ -187,12 +187,7 @@ class PPOLearner(GroupSplit):
 
     def _check_batch(self, batch: EpisodeBatch) -> None:
         """A batch of ``learner.batch_size`` episodes padded to ``episode_limit + 1`` slots, else an error."""
-        b, t = batch["filled"].shape[:2]
-        if t != self.t_slots:
-            raise ValueError(
-                f"batch has {t} time slots; this learner is compiled for episode_limit + 1 = "
-                f"{self.t_slots} (pad episodes with EpisodeBatch, do not truncate)"
-            )
+        b, _ = check_slots(batch, self.t_slots)
         if b != self.cfg.learner.batch_size:
             raise ValueError(f"batch holds {b} episodes; learner.batch_size is {self.cfg.learner.batch_size}")
 

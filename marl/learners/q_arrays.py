@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from marl.buffers.episode import EpisodeBatch
+from marl.buffers.episode import EpisodeBatch, check_slots
 from marl.config.schema import AgentConfig
 from marl.controllers.mac import build_agent_inputs, input_dim
 from marl.envs.base import EnvInfo
@@ -21,12 +21,7 @@ from marl.learners.targets import transition_mask
 def check_batch(batch: EpisodeBatch, info: EnvInfo, t_slots: int) -> tuple[int, int]:
     """(episodes, slots) of ``batch`` after checking every array's shape against ``info`` and the learner's
     compiled ``t_slots`` (episode_limit + 1); a ``ValueError`` names the array and the shape expected."""
-    b, t_all = batch["filled"].shape[:2]
-    if t_all != t_slots:
-        raise ValueError(
-            f"batch has {t_all} time slots; this learner is compiled for episode_limit + 1 = "
-            f"{t_slots} (pad episodes with EpisodeBatch, do not truncate)"
-        )
+    b, t_all = check_slots(batch, t_slots)
     want = {
         "obs": (info.n_agents, info.obs_shape),
         "state": (info.state_shape,),
