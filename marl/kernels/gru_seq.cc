@@ -257,26 +257,34 @@ void parallel_chunks(int64_t n, int64_t align, int64_t work, F body) {
 }
 
 // Forward over all steps; writes h (T, M, H) and, when saved != nullptr, [r | z | n | hn] (T, M, 4H).
+// With x != nullptr (x (T, M, I) and w_ih (3H, I)), gi = x W_ih^T is computed step by step here, for the
+// rows of each step while they are in cache, instead of being read from gi_all.
 void forward(const Dims& d, const float* gi_all, const float* h0, const float* w_hh, const float* b_ih,
-             const float* b_hh, float* h_out, float* saved) {
+             const float* b_hh, float* h_out, float* saved, const float* x = nullptr,
+             const float* w_ih = nullptr, int64_t in_dim = 0) {
   const int64_t t_len = d.t, m = d.m, hd = d.h, g3 = 3 * hd;
-  thread_local std::vector<float> wt, b_rz;
+  thread_local std::vector<float> wt, wit, b_rz;
   wt.resize(hd * g3);
   for (int64_t j = 0; j < g3; ++j)  // W_hh^T (H, 3H), so each step is one row-major product
     for (int64_t q = 0; q < hd; ++q) wt[q * g3 + j] = w_hh[j * hd + q];
+  wit.resize(x ? in_dim * g3 : 0);
+  for (int64_t j = 0; x && j < g3; ++j)  // W_ih^T (I, 3H)
+    for (int64_t q = 0; q < in_dim; ++q) wit[q * g3 + j] = w_ih[j * in_dim + q];
+  const float* wi = wit.data();
   b_rz.resize(2 * hd);
   for (int64_t q = 0; q < 2 * hd; ++q) b_rz[q] = b_ih[q] + b_hh[q];  // as the reference adds them
   const float* w = wt.data();
   const float *brz = b_rz.data(), *b_in = b_ih + 2 * hd, *b_hn = b_hh + 2 * hd;
-  parallel_chunks(m, 24, t_len * m * hd * g3, [=](int64_t r0, int64_t r1) {
-    std::vector<float> g((r1 - r0) * g3);
+  parallel_chunks(m, 24, t_len * m * (hd + in_dim) * g3, [=](int64_t r0, int64_t r1) {
+    std::vector<float> g((r1 - r0) * g3), gx(x ? (r1 - r0) * g3 : 0);
     const float* hprev = h0 + r0 * hd;
     for (int64_t t = 0; t < t_len; ++t) {
       gemm(r1 - r0, g3, hd, hprev, hd, 1, w, g3, g.data(), g3, false);
+      if (x) gemm(r1 - r0, g3, in_dim, x + (t * m + r0) * in_dim, in_dim, 1, wi, g3, gx.data(), g3, false);
       float* ht = h_out + (t * m + r0) * hd;
       for (int64_t i = r0; i < r1; ++i) {
         const float* gh = g.data() + (i - r0) * g3;
-        const float* gi = gi_all + (t * m + i) * g3;
+        const float* gi = x ? gx.data() + (i - r0) * g3 : gi_all + (t * m + i) * g3;
         const float* hp = hprev + (i - r0) * hd;
         float* ho = ht + (i - r0) * hd;
         float* sv = saved ? saved + (t * m + i) * 4 * hd : nullptr;
@@ -305,15 +313,23 @@ void column_sums(const float* x, int64_t rows, int64_t ld, int64_t n, float* out
   });
 }
 
-// Backward: from dL/dh (T, M, H) to dL/d(gi, h0, W_hh, b_ih, b_hh).
+// Backward: from dL/dh (T, M, H) to dL/d(gi, h0, W_hh, b_ih, b_hh). With x != nullptr (the forward's
+// x (T*M, I) and w_ih (3H, I)), also d x = d gi W_ih, step by step while the step's d gi rows are in cache,
+// and d W_ih = d gi^T x; d_gi is then this kernel's own scratch array, not an output.
 void backward(const Dims& d, const float* dh_out, const float* h, const float* saved, const float* h0,
-              const float* w_hh, float* d_gi, float* d_h0, float* d_w, float* d_b_ih, float* d_b_hh) {
+              const float* w_hh, float* d_gi, float* d_h0, float* d_w, float* d_b_ih, float* d_b_hh,
+              const float* x = nullptr, const float* w_ih = nullptr, int64_t in_dim = 0, float* d_x = nullptr,
+              float* d_w_ih = nullptr) {
   const int64_t t_len = d.t, m = d.m, hd = d.h, g3 = 3 * hd;
-  thread_local std::vector<float> dg_buf;
+  thread_local std::vector<float> dg_buf, dgi_buf;
   dg_buf.resize(t_len * m * g3);  // d of [W_hr h, W_hz h, W_hn h + b_hn] for every step
   float* dg_all = dg_buf.data();
+  if (x) {
+    dgi_buf.resize(t_len * m * g3);
+    d_gi = dgi_buf.data();
+  }
   std::memset(d_h0, 0, sizeof(float) * m * hd);  // the carried dL/dh_{t-1}, which ends as dL/dh0
-  parallel_chunks(m, 24, t_len * m * hd * g3, [=](int64_t r0, int64_t r1) {
+  parallel_chunks(m, 24, t_len * m * (hd + in_dim) * g3, [=](int64_t r0, int64_t r1) {
     for (int64_t t = t_len - 1; t >= 0; --t) {
       const float* hprev = t > 0 ? h + (t - 1) * m * hd : h0;
       float* dg = dg_all + t * m * g3;
@@ -330,8 +346,16 @@ void backward(const Dims& d, const float* dh_out, const float* h, const float* s
         for (; q < hd; ++q) bwd_cols<float>(q, hd, sv, hprev + i * hd, dho, cr, dg + i * g3, dgi);
       }
       gemm(r1 - r0, hd, g3, dg + r0 * g3, g3, 1, w_hh, hd, d_h0 + r0 * hd, hd, true);
+      if (x) {
+        const int64_t row = t * m + r0;
+        gemm(r1 - r0, in_dim, g3, d_gi + row * g3, g3, 1, w_ih, in_dim, d_x + row * in_dim, in_dim, false);
+      }
     }
   });
+  if (x)  // d W_ih = d gi^T x over all T*M rows, split by rows of d W_ih
+    parallel_chunks(g3, 16, t_len * m * in_dim * g3, [=](int64_t j0, int64_t j1) {
+      gemm(j1 - j0, in_dim, t_len * m, d_gi + j0, 1, g3, x, in_dim, d_w_ih + j0 * in_dim, in_dim, false);
+    });
   // d W_hh = sum_t dg_t^T h_{t-1}: the t = 0 block against h0, then the others against h[0..T-2]; split by
   // rows of d W_hh (columns of dg)
   parallel_chunks(g3, 16, t_len * m * hd * g3, [=](int64_t j0, int64_t j1) {
@@ -376,6 +400,30 @@ int GruSeqForwardSave(int nparam, void** params, int* ndims, int64_t** shapes, c
   return 0;
 }
 
+// The same two with the input projection inside (gi computed per step): inputs x (T*M, I), h0 (M, H),
+// w_ih (3H, I), w_hh, b_ih, b_hh; outputs h (T, M, H) (and saved (T, M, 4H)).
+static int run_forward_x(int nparam, void** params, int64_t** shapes, const char** dtypes, bool save) {
+  if (nparam != (save ? 8 : 7) || !all_float32(nparam, dtypes)) return 1;
+  float** p = reinterpret_cast<float**>(params);
+  const int64_t m = shapes[1][0];
+  if (m <= 0 || shapes[0][0] % m != 0) return 1;
+  const Dims d{shapes[0][0] / m, m, shapes[1][1]};
+  forward(d, nullptr, p[1], p[3], p[4], p[5], p[6], save ? p[7] : nullptr, p[0], p[2], shapes[0][1]);
+  return 0;
+}
+
+int GruSeqForwardX(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes, void* stream,
+                   void* extra) {
+  (void)ndims, (void)stream, (void)extra;
+  return run_forward_x(nparam, params, shapes, dtypes, false);
+}
+
+int GruSeqForwardSaveX(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
+                       void* stream, void* extra) {
+  (void)ndims, (void)stream, (void)extra;
+  return run_forward_x(nparam, params, shapes, dtypes, true);
+}
+
 // inputs dh (T, M, H), h (T, M, H), saved (T, M, 4H), h0 (M, H), w_hh (3H, H);
 // outputs d_gi (T, M, 3H), d_h0 (M, H), d_w_hh (3H, H), d_b_ih (3H), d_b_hh (3H).
 int GruSeqBackward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes, void* stream,
@@ -384,6 +432,19 @@ int GruSeqBackward(int nparam, void** params, int* ndims, int64_t** shapes, cons
   if (nparam != 10 || !all_float32(nparam, dtypes)) return 1;
   float** p = reinterpret_cast<float**>(params);
   backward(dims_of(shapes, 3), p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9]);
+  return 0;
+}
+
+// The backward of GruSeqForwardSaveX: inputs dh (T, M, H), h (T, M, H), saved (T, M, 4H), h0 (M, H),
+// w_hh (3H, H), x (T*M, I), w_ih (3H, I); outputs d_x (T*M, I), d_h0 (M, H), d_w_ih (3H, I), d_w_hh (3H, H),
+// d_b_ih (3H), d_b_hh (3H).
+int GruSeqBackwardX(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes, void* stream,
+                    void* extra) {
+  (void)ndims, (void)stream, (void)extra;
+  if (nparam != 13 || !all_float32(nparam, dtypes)) return 1;
+  float** p = reinterpret_cast<float**>(params);
+  backward(dims_of(shapes, 3), p[0], p[1], p[2], p[3], p[4], nullptr, p[8], p[10], p[11], p[12], p[5], p[6],
+           shapes[5][1], p[7], p[9]);
   return 0;
 }
 

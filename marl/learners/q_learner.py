@@ -44,7 +44,7 @@ from marl.learners.targets import (
     td_lambda_targets,
 )
 from marl.modules.agents import RNNAgent
-from marl.modules.gru_kernel import GRUSequenceKernel
+from marl.modules.gru_kernel import GRUProjSequenceKernel
 from marl.registry import build, get, names, register
 from marl.utils.ms import (
     Tensor,
@@ -161,7 +161,7 @@ class QLearner(ChunkedBPTT, LengthGroups):
             lc.bptt_chunk,
             info.episode_limit,
             bool(getattr(self.nets.agent, "recurrent", False)),
-            compiled=isinstance(getattr(self.nets.agent, "sequence", None), GRUSequenceKernel),
+            compiled=isinstance(getattr(self.nets.agent, "sequence", None), GRUProjSequenceKernel),
         )
         if self.bptt_chunk and not isinstance(self.nets.agent, RNNAgent):
             raise ValueError(

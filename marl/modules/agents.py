@@ -18,7 +18,7 @@ BatchMatMul on CPU whose weight gradient was measured ~3x slower.
 from __future__ import annotations
 
 from marl.modules.dense import Dense
-from marl.modules.gru_kernel import gru_cells
+from marl.modules.gru_kernel import gru_proj_cells
 from marl.registry import register
 from marl.utils.ms import ms, nn, ops
 
@@ -46,9 +46,9 @@ class RNNAgent(nn.Cell):
         self.rnn = nn.GRUCell(hidden_dim, hidden_dim)
         self.fc2 = Dense(hidden_dim, n_actions)
         self.relu = nn.ReLU()
-        self.matmul_t = ops.MatMul(transpose_b=True)
-        # the recurrence over a sequence: compiled kernels where they build, else the MindSpore reference
-        self.sequence, self.forward_only = gru_cells(use_kernels)
+        # the recurrence over a sequence, input projection included: compiled kernels where they build, else
+        # the MindSpore reference (marl.modules.gru_kernel.gru_proj_cells)
+        self.sequence, self.forward_only = gru_proj_cells(use_kernels)
 
     def construct(self, inputs_MI: ms.Tensor, h_MH: ms.Tensor) -> tuple[ms.Tensor, ms.Tensor]:
         x = self.relu(self.fc1(inputs_MI))
@@ -68,7 +68,7 @@ class RNNAgent(nn.Cell):
         hidden state after the last slot (chunked BPTT carries it from one chunk to the next).
 
         ``need_grad=False`` (target networks, no-grad passes) skips saving what the backward pass needs
-        (:mod:`marl.modules.gru_kernel`, or its readable reference ``GRUSequenceReference``)."""
+        (:mod:`marl.modules.gru_kernel`, or its readable reference ``GRUProjSequenceReference``)."""
         b, t, n, _ = inputs_BTNI.shape
         h_TMH = self.hiddens(inputs_BTNI, h0_MH, need_grad)
         # Output layer on all steps at once; transpose the small (T, B, N, A) result, not the hiddens.
@@ -101,8 +101,8 @@ class RNNAgent(nn.Cell):
     def hiddens(self, inputs_BTNI: ms.Tensor, h0_MH: ms.Tensor, need_grad: bool = True) -> ms.Tensor:
         """The GRU hidden state after every slot, time-major ``(T, M, H)`` (``M = B*N``, batch-major rows)."""
         b, t, n, i = inputs_BTNI.shape
-        # Time-major rows, so each step's slice is contiguous; the input projection of all steps is hoisted
-        # out of the loop (one 2-D matmul); the biases are added inside the sequence cell. The batch-major ->
+        # Time-major rows, so each step's slice is contiguous; the GRU's input projection and its biases are
+        # computed inside the sequence cell, step by step (gru_proj_cells). The batch-major ->
         # time-major transpose (a copy, and another in the backward pass) is made on the narrower of the
         # inputs and fc1's output: row-wise layers commute with it (27m_vs_30m: 348 inputs, 64 outputs).
         if i <= self.hidden_dim:
@@ -112,15 +112,12 @@ class RNNAgent(nn.Cell):
         return self._recur(x, t, h0_MH, need_grad)
 
     def _recur(self, x_RH: ms.Tensor, t: int, h0_MH: ms.Tensor, need_grad: bool) -> ms.Tensor:
-        """The GRU over time-major rows ``x_RH`` (``R = T*M``) from ``h0_MH``: hidden states ``(T, M, H)``."""
-        hd, m = self.hidden_dim, h0_MH.shape[0]
+        """The GRU over time-major rows ``x_RH`` (``R = T*M``) from ``h0_MH``: hidden states ``(T, M, H)``
+        (the input projection of every step is computed inside the sequence cell)."""
         w_ih, b_ih, w_hh, b_hh = self.rnn.weight_ih, self.rnn.bias_ih, self.rnn.weight_hh, self.rnn.bias_hh
-        gi_TMG = self.matmul_t(x_RH, w_ih).reshape(t, m, 3 * hd)
         if need_grad:
-            h_TMH = self.sequence(gi_TMG, h0_MH, w_hh, b_ih, b_hh)[0]
-        else:
-            h_TMH = self.forward_only(gi_TMG, h0_MH, w_hh, b_ih, b_hh)
-        return h_TMH
+            return self.sequence(x_RH, h0_MH, w_ih, w_hh, b_ih, b_hh)[0]
+        return self.forward_only(x_RH, h0_MH, w_ih, w_hh, b_ih, b_hh)
 
 
 @register("agent", "mlp")
