@@ -1,5 +1,6 @@
-"""The GRU kernels with the input projection inside (``GruSeq*X`` in marl/kernels/gru_seq.cc) against float64
-NumPy and the MindSpore reference, on several sizes and thread counts."""
+"""The GRU kernels with the input layer's bias and ReLU and the input projection inside (``GruSeq*X`` in
+marl/kernels/gru_seq.cc) against float64 NumPy and the MindSpore reference, on several sizes and thread
+counts."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ setup(1, seed=0)
 
 
 def _inputs(t: int, m: int, i: int, hd: int, seed: int) -> list[ms.Tensor]:
-    """x (T*M, I), h0, W_ih, W_hh, b_ih, b_hh at nn.GRUCell's init scale."""
+    """z (T*M, I), b_z, h0, W_ih, W_hh, b_ih, b_hh at nn.GRUCell's init scale (about half of relu(z + b_z)
+    is zero)."""
     rng = np.random.default_rng(seed)
 
     def f(*shape: int, s: float = 1.0) -> ms.Tensor:
@@ -28,12 +30,13 @@ def _inputs(t: int, m: int, i: int, hd: int, seed: int) -> list[ms.Tensor]:
 
     k = 1.0 / np.sqrt(hd)
     weights = [f(3 * hd, i, s=k), f(3 * hd, hd, s=k), f(3 * hd, s=0.1), f(3 * hd, s=0.1)]
-    return [f(t * m, i), f(m, hd, s=0.5), *weights]
+    return [f(t * m, i), f(i, s=0.1), f(m, hd, s=0.5), *weights]
 
 
 def _float64_truth(args: list[ms.Tensor], w_out: np.ndarray) -> list[np.ndarray]:
     """h and the gradients of ``sum(h * w_out)`` w.r.t. every input, by float64 NumPy BPTT."""
-    x, h0, w_ih, w_hh, b_ih, b_hh = (a.asnumpy().astype(np.float64) for a in args)
+    z, b_z, h0, w_ih, w_hh, b_ih, b_hh = (a.asnumpy().astype(np.float64) for a in args)
+    x = np.maximum(z + b_z, 0.0)
     m, hd = h0.shape
     t_len = x.shape[0] // m
     gi = (x @ w_ih.T).reshape(t_len, m, 3 * hd) + b_ih
@@ -59,14 +62,15 @@ def _float64_truth(args: list[ms.Tensor], w_out: np.ndarray) -> list[np.ndarray]
         d_w_hh += dg.T @ hp
         d_b_hh += dg.sum(0)
     d_gi_rows = d_gi.reshape(t_len * m, 3 * hd)
-    return [np.stack(hs), d_gi_rows @ w_ih, carry, d_gi_rows.T @ x, d_w_hh, d_gi_rows.sum(0), d_b_hh]
+    d_z = (d_gi_rows @ w_ih) * (x > 0)
+    return [np.stack(hs), d_z, d_z.sum(0), carry, d_gi_rows.T @ x, d_w_hh, d_gi_rows.sum(0), d_b_hh]
 
 
 def _results(seq, args: list[ms.Tensor], w_out: ms.Tensor, use_jit: bool) -> list[np.ndarray]:  # noqa: ANN001
     def loss(*a: ms.Tensor) -> ms.Tensor:
         return (seq(*a)[0] * w_out).sum()
 
-    grad_fn = ms.value_and_grad(loss, grad_position=(0, 1, 2, 3, 4, 5))
+    grad_fn = ms.value_and_grad(loss, grad_position=(0, 1, 2, 3, 4, 5, 6))
     _, grads = (jit(grad_fn) if use_jit else grad_fn)(*args)
     return [seq(*args)[0].asnumpy(), *(g.asnumpy() for g in grads)]
 
@@ -75,7 +79,7 @@ def _results(seq, args: list[ms.Tensor], w_out: ms.Tensor, use_jit: bool) -> lis
 @pytest.mark.parametrize(("t", "m", "i", "hd"), [(61, 96, 64, 64), (9, 7, 5, 6), (5, 13, 24, 24)])
 @pytest.mark.parametrize("use_jit", [True, False])
 def test_proj_kernel_equals_float64_and_reference(t: int, m: int, i: int, hd: int, use_jit: bool) -> None:
-    """Hidden states and the gradient of every input (x, h0, W_ih, W_hh, b_ih, b_hh): the kernels agree
+    """Hidden states and the gradient of every input (z, b_z, h0, W_ih, W_hh, b_ih, b_hh): the kernels agree
     with float64 NumPy to 1e-5 of each array's largest value and with the MindSpore reference to 1e-4."""
     lib = kernels.library("gru_seq")
     args = _inputs(t, m, i, hd, seed=t + m)
@@ -83,7 +87,7 @@ def test_proj_kernel_equals_float64_and_reference(t: int, m: int, i: int, hd: in
     new = _results(GRUProjSequenceKernel(lib), args, w_out, use_jit)
     ref = _results(GRUProjSequenceReference(), args, w_out, use_jit)
     truth = _float64_truth(args, w_out.asnumpy().astype(np.float64))
-    names = ["h", "x", "h0", "w_ih", "w_hh", "b_ih", "b_hh"]
+    names = ["h", "z", "b_z", "h0", "w_ih", "w_hh", "b_ih", "b_hh"]
     for name, a, b, exact in zip(names, new, ref, truth, strict=True):
         scale = np.abs(exact).max()
         assert a.shape == exact.shape and scale > 1e-3, name  # not vacuous
@@ -94,8 +98,8 @@ def test_proj_kernel_equals_float64_and_reference(t: int, m: int, i: int, hd: in
 
 
 def test_proj_kernel_threads_give_bitwise_identical_results(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rows of the recurrence and of d W_ih / d W_hh split across kernel threads: every output bitwise the
-    same as on one thread, also when the rows do not divide evenly."""
+    """Rows of the recurrence and of d W_ih / d W_hh / d b_z split across kernel threads: every output
+    bitwise the same as on one thread, also when the rows do not divide evenly."""
     lib = kernels.library("gru_seq")
     args = _inputs(20, 50, 40, 32, seed=5)
     w_out = ms.Tensor(np.random.default_rng(6).normal(size=(20, 50, 32)).astype(np.float32))

@@ -257,34 +257,52 @@ void parallel_chunks(int64_t n, int64_t align, int64_t work, F body) {
 }
 
 // Forward over all steps; writes h (T, M, H) and, when saved != nullptr, [r | z | n | hn] (T, M, 4H).
-// With x != nullptr (x (T, M, I) and w_ih (3H, I)), gi = x W_ih^T is computed step by step here, for the
-// rows of each step while they are in cache, instead of being read from gi_all.
+// The GRU's input computed inside (the *X kernels): x = relu(z + b_z), the output of the layer before the
+// GRU (z (T*M, I) its product without the bias, time-major rows), and gi = x W_ih^T (w_ih (3H, I)).
+struct Input {
+  const float* z = nullptr;
+  const float* b_z = nullptr;
+  const float* w_ih = nullptr;
+  int64_t dim = 0;
+};
+
+// x = relu(z + b_z) for `rows` rows of width n.
+inline void relu_bias(const float* z, const float* b, int64_t rows, int64_t n, float* x) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t q = 0; q < n; ++q) x[r * n + q] = std::max(z[r * n + q] + b[q], 0.0f);
+}
+
+// With in.z != nullptr, gi is computed step by step here, for the rows of each step while they are in
+// cache, instead of being read from gi_all.
 void forward(const Dims& d, const float* gi_all, const float* h0, const float* w_hh, const float* b_ih,
-             const float* b_hh, float* h_out, float* saved, const float* x = nullptr,
-             const float* w_ih = nullptr, int64_t in_dim = 0) {
-  const int64_t t_len = d.t, m = d.m, hd = d.h, g3 = 3 * hd;
+             const float* b_hh, float* h_out, float* saved, const Input& in = Input{}) {
+  const int64_t t_len = d.t, m = d.m, hd = d.h, g3 = 3 * hd, in_dim = in.dim;
+  const float *z = in.z, *b_z = in.b_z;
   thread_local std::vector<float> wt, wit, b_rz;
   wt.resize(hd * g3);
   for (int64_t j = 0; j < g3; ++j)  // W_hh^T (H, 3H), so each step is one row-major product
     for (int64_t q = 0; q < hd; ++q) wt[q * g3 + j] = w_hh[j * hd + q];
-  wit.resize(x ? in_dim * g3 : 0);
-  for (int64_t j = 0; x && j < g3; ++j)  // W_ih^T (I, 3H)
-    for (int64_t q = 0; q < in_dim; ++q) wit[q * g3 + j] = w_ih[j * in_dim + q];
+  wit.resize(z ? in_dim * g3 : 0);
+  for (int64_t j = 0; z && j < g3; ++j)  // W_ih^T (I, 3H)
+    for (int64_t q = 0; q < in_dim; ++q) wit[q * g3 + j] = in.w_ih[j * in_dim + q];
   const float* wi = wit.data();
   b_rz.resize(2 * hd);
   for (int64_t q = 0; q < 2 * hd; ++q) b_rz[q] = b_ih[q] + b_hh[q];  // as the reference adds them
   const float* w = wt.data();
   const float *brz = b_rz.data(), *b_in = b_ih + 2 * hd, *b_hn = b_hh + 2 * hd;
   parallel_chunks(m, 24, t_len * m * (hd + in_dim) * g3, [=](int64_t r0, int64_t r1) {
-    std::vector<float> g((r1 - r0) * g3), gx(x ? (r1 - r0) * g3 : 0);
+    std::vector<float> g((r1 - r0) * g3), gx(z ? (r1 - r0) * g3 : 0), xs(z ? (r1 - r0) * in_dim : 0);
     const float* hprev = h0 + r0 * hd;
     for (int64_t t = 0; t < t_len; ++t) {
       gemm(r1 - r0, g3, hd, hprev, hd, 1, w, g3, g.data(), g3, false);
-      if (x) gemm(r1 - r0, g3, in_dim, x + (t * m + r0) * in_dim, in_dim, 1, wi, g3, gx.data(), g3, false);
+      if (z) {
+        relu_bias(z + (t * m + r0) * in_dim, b_z, r1 - r0, in_dim, xs.data());
+        gemm(r1 - r0, g3, in_dim, xs.data(), in_dim, 1, wi, g3, gx.data(), g3, false);
+      }
       float* ht = h_out + (t * m + r0) * hd;
       for (int64_t i = r0; i < r1; ++i) {
         const float* gh = g.data() + (i - r0) * g3;
-        const float* gi = x ? gx.data() + (i - r0) * g3 : gi_all + (t * m + i) * g3;
+        const float* gi = z ? gx.data() + (i - r0) * g3 : gi_all + (t * m + i) * g3;
         const float* hp = hprev + (i - r0) * hd;
         float* ho = ht + (i - r0) * hd;
         float* sv = saved ? saved + (t * m + i) * 4 * hd : nullptr;
@@ -313,23 +331,27 @@ void column_sums(const float* x, int64_t rows, int64_t ld, int64_t n, float* out
   });
 }
 
-// Backward: from dL/dh (T, M, H) to dL/d(gi, h0, W_hh, b_ih, b_hh). With x != nullptr (the forward's
-// x (T*M, I) and w_ih (3H, I)), also d x = d gi W_ih, step by step while the step's d gi rows are in cache,
-// and d W_ih = d gi^T x; d_gi is then this kernel's own scratch array, not an output.
+// Backward: from dL/dh (T, M, H) to dL/d(gi, h0, W_hh, b_ih, b_hh). With in.z != nullptr (the forward's
+// input layer), also d z = relu'(z + b_z) * (d gi W_ih), step by step while the step's d gi rows are in
+// cache, d W_ih = d gi^T x and d b_z = column sums of d z; d_gi is then this kernel's own scratch array.
 void backward(const Dims& d, const float* dh_out, const float* h, const float* saved, const float* h0,
               const float* w_hh, float* d_gi, float* d_h0, float* d_w, float* d_b_ih, float* d_b_hh,
-              const float* x = nullptr, const float* w_ih = nullptr, int64_t in_dim = 0, float* d_x = nullptr,
-              float* d_w_ih = nullptr) {
-  const int64_t t_len = d.t, m = d.m, hd = d.h, g3 = 3 * hd;
-  thread_local std::vector<float> dg_buf, dgi_buf;
+              const Input& in = Input{}, float* d_z = nullptr, float* d_b_z = nullptr, float* d_w_ih = nullptr) {
+  const int64_t t_len = d.t, m = d.m, hd = d.h, g3 = 3 * hd, in_dim = in.dim;
+  const float *z = in.z, *b_z = in.b_z, *w_ih = in.w_ih;
+  thread_local std::vector<float> dg_buf, dgi_buf, x_buf;
   dg_buf.resize(t_len * m * g3);  // d of [W_hr h, W_hz h, W_hn h + b_hn] for every step
   float* dg_all = dg_buf.data();
-  if (x) {
+  float* x_all = nullptr;  // x = relu(z + b_z) again, for d W_ih
+  if (z) {
     dgi_buf.resize(t_len * m * g3);
     d_gi = dgi_buf.data();
+    x_buf.resize(t_len * m * in_dim);
+    x_all = x_buf.data();
   }
   std::memset(d_h0, 0, sizeof(float) * m * hd);  // the carried dL/dh_{t-1}, which ends as dL/dh0
   parallel_chunks(m, 24, t_len * m * (hd + in_dim) * g3, [=](int64_t r0, int64_t r1) {
+    std::vector<float> dx(z ? (r1 - r0) * in_dim : 0);
     for (int64_t t = t_len - 1; t >= 0; --t) {
       const float* hprev = t > 0 ? h + (t - 1) * m * hd : h0;
       float* dg = dg_all + t * m * g3;
@@ -346,16 +368,22 @@ void backward(const Dims& d, const float* dh_out, const float* h, const float* s
         for (; q < hd; ++q) bwd_cols<float>(q, hd, sv, hprev + i * hd, dho, cr, dg + i * g3, dgi);
       }
       gemm(r1 - r0, hd, g3, dg + r0 * g3, g3, 1, w_hh, hd, d_h0 + r0 * hd, hd, true);
-      if (x) {
-        const int64_t row = t * m + r0;
-        gemm(r1 - r0, in_dim, g3, d_gi + row * g3, g3, 1, w_ih, in_dim, d_x + row * in_dim, in_dim, false);
+      if (z) {
+        const int64_t row = t * m + r0, n = (r1 - r0) * in_dim;
+        gemm(r1 - r0, in_dim, g3, d_gi + row * g3, g3, 1, w_ih, in_dim, dx.data(), in_dim, false);
+        relu_bias(z + row * in_dim, b_z, r1 - r0, in_dim, x_all + row * in_dim);
+        const float* xr = x_all + row * in_dim;
+        float* dzr = d_z + row * in_dim;
+        for (int64_t q = 0; q < n; ++q) dzr[q] = xr[q] > 0.0f ? dx[q] : 0.0f;
       }
     }
   });
-  if (x)  // d W_ih = d gi^T x over all T*M rows, split by rows of d W_ih
+  if (z) {  // d W_ih = d gi^T x over all T*M rows, split by rows of d W_ih; d b_z
     parallel_chunks(g3, 16, t_len * m * in_dim * g3, [=](int64_t j0, int64_t j1) {
-      gemm(j1 - j0, in_dim, t_len * m, d_gi + j0, 1, g3, x, in_dim, d_w_ih + j0 * in_dim, in_dim, false);
+      gemm(j1 - j0, in_dim, t_len * m, d_gi + j0, 1, g3, x_all, in_dim, d_w_ih + j0 * in_dim, in_dim, false);
     });
+    column_sums(d_z, t_len * m, in_dim, in_dim, d_b_z);
+  }
   // d W_hh = sum_t dg_t^T h_{t-1}: the t = 0 block against h0, then the others against h[0..T-2]; split by
   // rows of d W_hh (columns of dg)
   parallel_chunks(g3, 16, t_len * m * hd * g3, [=](int64_t j0, int64_t j1) {
@@ -400,15 +428,16 @@ int GruSeqForwardSave(int nparam, void** params, int* ndims, int64_t** shapes, c
   return 0;
 }
 
-// The same two with the input projection inside (gi computed per step): inputs x (T*M, I), h0 (M, H),
+// The same two with the GRU's input computed inside (see Input): inputs z (T*M, I), b_z (I), h0 (M, H),
 // w_ih (3H, I), w_hh, b_ih, b_hh; outputs h (T, M, H) (and saved (T, M, 4H)).
 static int run_forward_x(int nparam, void** params, int64_t** shapes, const char** dtypes, bool save) {
-  if (nparam != (save ? 8 : 7) || !all_float32(nparam, dtypes)) return 1;
+  if (nparam != (save ? 9 : 8) || !all_float32(nparam, dtypes)) return 1;
   float** p = reinterpret_cast<float**>(params);
-  const int64_t m = shapes[1][0];
+  const int64_t m = shapes[2][0];
   if (m <= 0 || shapes[0][0] % m != 0) return 1;
-  const Dims d{shapes[0][0] / m, m, shapes[1][1]};
-  forward(d, nullptr, p[1], p[3], p[4], p[5], p[6], save ? p[7] : nullptr, p[0], p[2], shapes[0][1]);
+  const Dims d{shapes[0][0] / m, m, shapes[2][1]};
+  const Input in{p[0], p[1], p[3], shapes[0][1]};
+  forward(d, nullptr, p[2], p[4], p[5], p[6], p[7], save ? p[8] : nullptr, in);
   return 0;
 }
 
@@ -436,15 +465,16 @@ int GruSeqBackward(int nparam, void** params, int* ndims, int64_t** shapes, cons
 }
 
 // The backward of GruSeqForwardSaveX: inputs dh (T, M, H), h (T, M, H), saved (T, M, 4H), h0 (M, H),
-// w_hh (3H, H), x (T*M, I), w_ih (3H, I); outputs d_x (T*M, I), d_h0 (M, H), d_w_ih (3H, I), d_w_hh (3H, H),
-// d_b_ih (3H), d_b_hh (3H).
+// w_hh (3H, H), z (T*M, I), b_z (I), w_ih (3H, I); outputs d_z (T*M, I), d_b_z (I), d_h0 (M, H),
+// d_w_ih (3H, I), d_w_hh (3H, H), d_b_ih (3H), d_b_hh (3H).
 int GruSeqBackwardX(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes, void* stream,
                     void* extra) {
   (void)ndims, (void)stream, (void)extra;
-  if (nparam != 13 || !all_float32(nparam, dtypes)) return 1;
+  if (nparam != 15 || !all_float32(nparam, dtypes)) return 1;
   float** p = reinterpret_cast<float**>(params);
-  backward(dims_of(shapes, 3), p[0], p[1], p[2], p[3], p[4], nullptr, p[8], p[10], p[11], p[12], p[5], p[6],
-           shapes[5][1], p[7], p[9]);
+  const Input in{p[5], p[6], p[7], shapes[5][1]};
+  backward(dims_of(shapes, 3), p[0], p[1], p[2], p[3], p[4], nullptr, p[10], p[12], p[13], p[14], in, p[8], p[9],
+           p[11]);
   return 0;
 }
 
