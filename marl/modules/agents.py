@@ -86,11 +86,12 @@ class RNNAgent(nn.Cell):
         return q_BTNA, h_TMH.reshape(t, b, n, self.hidden_dim).transpose(1, 0, 2, 3)
 
     def unroll_rows(self, inputs_RI: ms.Tensor, b: int, t: int, n: int, need_grad: bool = True) -> ms.Tensor:
-        """:meth:`unroll` of inputs given as batch-major rows ``(B*T*N, I)``, for inputs wider than the
-        hidden layer. A graph's reshape of its own 4-D input to rows is a copy on MindSpore's CPU backend
-        (27m_vs_30m: 218 MB, ~20 ms a step), so a learner that holds its inputs as rows hands them over so."""
+        """:meth:`unroll` of inputs given as time-major rows ``(T*B*N, I)``: the recurrence's own layout, so
+        the graph transposes neither the inputs nor fc1's product (forward and backward), and a graph's
+        reshape of its own 4-D input to rows, a copy on MindSpore's CPU backend (27m_vs_30m: 218 MB, ~20 ms a
+        step), is not needed either. The learner writes its host arrays in this layout (``q_step_arrays``)."""
         h0_MH = ops.zeros((b * n, self.hidden_dim), ms.float32)
-        h_TMH = self._recur(self._fc1_rows(inputs_RI, b, t, n), h0_MH, need_grad)
+        h_TMH = self._recur(self.matmul_t(inputs_RI, self.fc1.weight), h0_MH, need_grad)
         q = self.fc2(h_TMH.reshape(t * b * n, self.hidden_dim))
         return q.reshape(t, b, n, self.n_actions).transpose(1, 0, 2, 3)
 
