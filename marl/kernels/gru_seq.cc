@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -114,6 +115,9 @@ void blocked(int64_t m, int64_t n, int64_t kl, const float* ak, int64_t ars, int
   }
 }
 
+// The K chunk of gemm (a caller that feeds gemm K in chunks of this size sums in the same order).
+constexpr int64_t kChunk = 256;
+
 // C[M x N] (+)= A[M x K] B[K x N] with A(r, k) = a[r * ars + k * aks], B and C row-major.
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t aks, const float* b,
           int64_t ldb, float* c, int64_t ldc, bool accumulate) {
@@ -127,7 +131,7 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t 
     return;
   }
   // K in chunks, so that the chunk of B and of A stays in cache while every block of C passes over it
-  constexpr int64_t kc = 256;
+  constexpr int64_t kc = kChunk;
   for (int64_t k0 = 0; k0 < k; k0 += kc) {
     const int64_t kl = k - k0 < kc ? k - k0 : kc;
     const bool acc = accumulate || k0 > 0;
@@ -235,6 +239,23 @@ struct Dims {
   int64_t t, m, h;
 };
 
+// A grow-only scratch array whose new elements are left uninitialised (the kernels write all they read):
+// std::vector would zero them first, a pass over up to 120 MB at 27m_vs_30m sizes on the first call.
+class Scratch {
+ public:
+  float* get(int64_t n) {
+    if (n > size_) {
+      buf_.reset(new float[n]);
+      size_ = n;
+    }
+    return buf_.get();
+  }
+
+ private:
+  std::unique_ptr<float[]> buf_;
+  int64_t size_ = 0;
+};
+
 // Kernel threads: MARL_KERNEL_THREADS (marl.utils.ms.setup sets it to the MindSpore thread count).
 int n_threads() {
   const char* s = std::getenv("MARL_KERNEL_THREADS");
@@ -339,16 +360,9 @@ void backward(const Dims& d, const float* dh_out, const float* h, const float* s
               const Input& in = Input{}, float* d_z = nullptr, float* d_b_z = nullptr, float* d_w_ih = nullptr) {
   const int64_t t_len = d.t, m = d.m, hd = d.h, g3 = 3 * hd, in_dim = in.dim;
   const float *z = in.z, *b_z = in.b_z, *w_ih = in.w_ih;
-  thread_local std::vector<float> dg_buf, dgi_buf, x_buf;
-  dg_buf.resize(t_len * m * g3);  // d of [W_hr h, W_hz h, W_hn h + b_hn] for every step
-  float* dg_all = dg_buf.data();
-  float* x_all = nullptr;  // x = relu(z + b_z) again, for d W_ih
-  if (z) {
-    dgi_buf.resize(t_len * m * g3);
-    d_gi = dgi_buf.data();
-    x_buf.resize(t_len * m * in_dim);
-    x_all = x_buf.data();
-  }
+  thread_local Scratch dg_buf, dgi_buf;
+  float* dg_all = dg_buf.get(t_len * m * g3);  // d of [W_hr h, W_hz h, W_hn h + b_hn] for every step
+  if (z) d_gi = dgi_buf.get(t_len * m * g3);
   std::memset(d_h0, 0, sizeof(float) * m * hd);  // the carried dL/dh_{t-1}, which ends as dL/dh0
   parallel_chunks(m, 24, t_len * m * (hd + in_dim) * g3, [=](int64_t r0, int64_t r1) {
     std::vector<float> dx(z ? (r1 - r0) * in_dim : 0);
@@ -368,19 +382,27 @@ void backward(const Dims& d, const float* dh_out, const float* h, const float* s
         for (; q < hd; ++q) bwd_cols<float>(q, hd, sv, hprev + i * hd, dho, cr, dg + i * g3, dgi);
       }
       gemm(r1 - r0, hd, g3, dg + r0 * g3, g3, 1, w_hh, hd, d_h0 + r0 * hd, hd, true);
-      if (z) {
-        const int64_t row = t * m + r0, n = (r1 - r0) * in_dim;
+      if (z) {  // d z = relu'(z + b_z) * (d gi W_ih)
+        const int64_t row = t * m + r0;
         gemm(r1 - r0, in_dim, g3, d_gi + row * g3, g3, 1, w_ih, in_dim, dx.data(), in_dim, false);
-        relu_bias(z + row * in_dim, b_z, r1 - r0, in_dim, x_all + row * in_dim);
-        const float* xr = x_all + row * in_dim;
-        float* dzr = d_z + row * in_dim;
-        for (int64_t q = 0; q < n; ++q) dzr[q] = xr[q] > 0.0f ? dx[q] : 0.0f;
+        for (int64_t r = 0; r < r1 - r0; ++r) {
+          const float* zr = z + (row + r) * in_dim;
+          float* dzr = d_z + (row + r) * in_dim;
+          for (int64_t q = 0; q < in_dim; ++q) dzr[q] = zr[q] + b_z[q] > 0.0f ? dx[r * in_dim + q] : 0.0f;
+        }
       }
     }
   });
-  if (z) {  // d W_ih = d gi^T x over all T*M rows, split by rows of d W_ih; d b_z
+  if (z) {  // d W_ih = d gi^T x over all T*M rows, split by rows of d W_ih, x = relu(z + b_z) formed again
+    // chunk by chunk of gemm's K (not kept from the forward: a (T*M, I) array less); d b_z
     parallel_chunks(g3, 16, t_len * m * in_dim * g3, [=](int64_t j0, int64_t j1) {
-      gemm(j1 - j0, in_dim, t_len * m, d_gi + j0, 1, g3, x_all, in_dim, d_w_ih + j0 * in_dim, in_dim, false);
+      std::vector<float> xc(kChunk * in_dim);
+      for (int64_t k0 = 0; k0 < t_len * m; k0 += kChunk) {
+        const int64_t kl = std::min(kChunk, t_len * m - k0);
+        relu_bias(z + k0 * in_dim, b_z, kl, in_dim, xc.data());
+        gemm(j1 - j0, in_dim, kl, d_gi + k0 * g3 + j0, 1, g3, xc.data(), in_dim, d_w_ih + j0 * in_dim, in_dim,
+             k0 > 0);
+      }
     });
     column_sums(d_z, t_len * m, in_dim, in_dim, d_b_z);
   }
