@@ -216,11 +216,11 @@ inline void fwd_cols(int64_t q, int64_t hd, const float* gi, const float* b_rz, 
   }
 }
 
-// Columns q.. of one row of a backward step: gate gradients (dgi: this row of d gi, 3H), and the direct
-// part of d h_{t-1} into cr.
+// Columns q.. of one row of a backward step: gate gradients (dgi: this row of d gi, 3H; or, where dgi is
+// null, only its n part into dn, H: its r and z parts equal dg's), and the direct part of d h_{t-1} into cr.
 template <class V>
 inline void bwd_cols(int64_t q, int64_t hd, const float* sv, const float* hp, const float* dho, float* cr,
-                     float* dg, float* dgi) {
+                     float* dg, float* dgi, float* dn) {
   const V r = ld<V>(sv + q), z = ld<V>(sv + hd + q), n = ld<V>(sv + 2 * hd + q), hn = ld<V>(sv + 3 * hd + q);
   const V dh = ld<V>(dho + q) + ld<V>(cr + q);
   const V d_npre = dh * (1.0f - z) * (1.0f - n * n);  // d of the pre-activation gi_n + r * hn
@@ -229,9 +229,13 @@ inline void bwd_cols(int64_t q, int64_t hd, const float* sv, const float* hp, co
   st(dg + q, d_r);
   st(dg + hd + q, d_z);
   st(dg + 2 * hd + q, d_npre * r);
-  st(dgi + q, d_r);
-  st(dgi + hd + q, d_z);
-  st(dgi + 2 * hd + q, d_npre);
+  if (dgi) {
+    st(dgi + q, d_r);
+    st(dgi + hd + q, d_z);
+    st(dgi + 2 * hd + q, d_npre);
+  } else {
+    st(dn + q, d_npre);
+  }
   st(cr + q, dh * z);  // the direct path h_{t-1} -> h_t; the matrix path is added by the caller
 }
 
@@ -354,15 +358,17 @@ void column_sums(const float* x, int64_t rows, int64_t ld, int64_t n, float* out
 
 // Backward: from dL/dh (T, M, H) to dL/d(gi, h0, W_hh, b_ih, b_hh). With in.z != nullptr (the forward's
 // input layer), also d z = relu'(z + b_z) * (d gi W_ih), step by step while the step's d gi rows are in
-// cache, d W_ih = d gi^T x and d b_z = column sums of d z; d_gi is then this kernel's own scratch array.
+// cache, d W_ih = d gi^T x and d b_z = column sums of d z. d gi is then not written out: its r and z columns
+// are those of dg, and only its n column block (T*M, H) is kept, in this kernel's scratch.
 void backward(const Dims& d, const float* dh_out, const float* h, const float* saved, const float* h0,
               const float* w_hh, float* d_gi, float* d_h0, float* d_w, float* d_b_ih, float* d_b_hh,
               const Input& in = Input{}, float* d_z = nullptr, float* d_b_z = nullptr, float* d_w_ih = nullptr) {
   const int64_t t_len = d.t, m = d.m, hd = d.h, g3 = 3 * hd, in_dim = in.dim;
   const float *z = in.z, *b_z = in.b_z, *w_ih = in.w_ih;
-  thread_local Scratch dg_buf, dgi_buf;
+  thread_local Scratch dg_buf, dn_buf;
   float* dg_all = dg_buf.get(t_len * m * g3);  // d of [W_hr h, W_hz h, W_hn h + b_hn] for every step
-  if (z) d_gi = dgi_buf.get(t_len * m * g3);
+  float* dn_all = z ? dn_buf.get(t_len * m * hd) : nullptr;  // d gi's n block (with z)
+  if (z) d_gi = nullptr;
   std::memset(d_h0, 0, sizeof(float) * m * hd);  // the carried dL/dh_{t-1}, which ends as dL/dh0
   parallel_chunks(m, 24, t_len * m * (hd + in_dim) * g3, [=](int64_t r0, int64_t r1) {
     std::vector<float> dx(z ? (r1 - r0) * in_dim : 0);
@@ -372,19 +378,24 @@ void backward(const Dims& d, const float* dh_out, const float* h, const float* s
       for (int64_t i = r0; i < r1; ++i) {
         const float* sv = saved + (t * m + i) * 4 * hd;
         const float* dho = dh_out + (t * m + i) * hd;
-        float* dgi = d_gi + (t * m + i) * g3;
+        float* dgi = d_gi ? d_gi + (t * m + i) * g3 : nullptr;
+        float* dn = dn_all ? dn_all + (t * m + i) * hd : nullptr;
         float* cr = d_h0 + i * hd;
+        float* dgr = dg + i * g3;
+        const float* hp = hprev + i * hd;
         int64_t q = 0;
 #ifdef __AVX512F__
-        for (; q + 16 <= hd; q += 16) bwd_cols<v16>(q, hd, sv, hprev + i * hd, dho, cr, dg + i * g3, dgi);
+        for (; q + 16 <= hd; q += 16) bwd_cols<v16>(q, hd, sv, hp, dho, cr, dgr, dgi, dn);
 #endif
-        for (; q + 8 <= hd; q += 8) bwd_cols<v8>(q, hd, sv, hprev + i * hd, dho, cr, dg + i * g3, dgi);
-        for (; q < hd; ++q) bwd_cols<float>(q, hd, sv, hprev + i * hd, dho, cr, dg + i * g3, dgi);
+        for (; q + 8 <= hd; q += 8) bwd_cols<v8>(q, hd, sv, hp, dho, cr, dgr, dgi, dn);
+        for (; q < hd; ++q) bwd_cols<float>(q, hd, sv, hp, dho, cr, dgr, dgi, dn);
       }
       gemm(r1 - r0, hd, g3, dg + r0 * g3, g3, 1, w_hh, hd, d_h0 + r0 * hd, hd, true);
-      if (z) {  // d z = relu'(z + b_z) * (d gi W_ih)
+      if (z) {  // d z = relu'(z + b_z) * (d gi W_ih): d gi's r, z columns are dg's, its n columns dn's
         const int64_t row = t * m + r0;
-        gemm(r1 - r0, in_dim, g3, d_gi + row * g3, g3, 1, w_ih, in_dim, dx.data(), in_dim, false);
+        gemm(r1 - r0, in_dim, 2 * hd, dg_all + row * g3, g3, 1, w_ih, in_dim, dx.data(), in_dim, false);
+        gemm(r1 - r0, in_dim, hd, dn_all + row * hd, hd, 1, w_ih + 2 * hd * in_dim, in_dim, dx.data(), in_dim,
+             true);
         for (int64_t r = 0; r < r1 - r0; ++r) {
           const float* zr = z + (row + r) * in_dim;
           float* dzr = d_z + (row + r) * in_dim;
@@ -397,11 +408,16 @@ void backward(const Dims& d, const float* dh_out, const float* h, const float* s
     // chunk by chunk of gemm's K (not kept from the forward: a (T*M, I) array less); d b_z
     parallel_chunks(g3, 16, t_len * m * in_dim * g3, [=](int64_t j0, int64_t j1) {
       std::vector<float> xc(kChunk * in_dim);
+      const int64_t ja = std::min(j1, 2 * hd), jb = std::max(j0, 2 * hd);  // [j0, ja) from dg, [jb, j1) dn
       for (int64_t k0 = 0; k0 < t_len * m; k0 += kChunk) {
         const int64_t kl = std::min(kChunk, t_len * m - k0);
         relu_bias(z + k0 * in_dim, b_z, kl, in_dim, xc.data());
-        gemm(j1 - j0, in_dim, kl, d_gi + k0 * g3 + j0, 1, g3, xc.data(), in_dim, d_w_ih + j0 * in_dim, in_dim,
-             k0 > 0);
+        if (ja > j0)
+          gemm(ja - j0, in_dim, kl, dg_all + k0 * g3 + j0, 1, g3, xc.data(), in_dim, d_w_ih + j0 * in_dim,
+               in_dim, k0 > 0);
+        if (j1 > jb)
+          gemm(j1 - jb, in_dim, kl, dn_all + k0 * hd + (jb - 2 * hd), 1, hd, xc.data(), in_dim,
+               d_w_ih + jb * in_dim, in_dim, k0 > 0);
       }
     });
     column_sums(d_z, t_len * m, in_dim, in_dim, d_b_z);
@@ -413,7 +429,12 @@ void backward(const Dims& d, const float* dh_out, const float* h, const float* s
     if (t_len > 1) gemm(j1 - j0, hd, (t_len - 1) * m, dg_all + m * g3 + j0, 1, g3, h, hd, d_w + j0 * hd, hd, true);
   });
   // bias gradients: d b_ih = column sums of d gi; d b_hh = those of [d r, d z] (the same) and of d(W_hn h + b_hn)
-  column_sums(d_gi, t_len * m, g3, g3, d_b_ih);
+  if (d_gi) {
+    column_sums(d_gi, t_len * m, g3, g3, d_b_ih);
+  } else {  // d gi = [dg's r, z columns | dn]
+    column_sums(dg_all, t_len * m, g3, 2 * hd, d_b_ih);
+    column_sums(dn_all, t_len * m, hd, hd, d_b_ih + 2 * hd);
+  }
   std::copy(d_b_ih, d_b_ih + 2 * hd, d_b_hh);
   column_sums(dg_all + 2 * hd, t_len * m, g3, hd, d_b_hh + 2 * hd);
 }
