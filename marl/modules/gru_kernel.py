@@ -19,7 +19,7 @@ inside (:func:`gru_proj_cells`): the cells take ``(z (T*M, I), b_z, h0, W_ih (3H
 The kernels (:class:`GRUProjSequenceKernel`, :class:`GRUProjForwardKernel`) compute ``x_t`` and ``x_t W_ih^T``
 step by step while the step's rows are in cache, and the backward ``d z_t = relu'(.) (d gi_t W_ih)`` likewise,
 with ``d W_ih = d gi^T x`` and ``d b_z`` after the loop: no ``(T, M, 3H)`` array goes through the graph, and a
-train step has eight kernels fewer (MatMul, BiasAdd, ReLU per net; the backward's MatMuls, ReluGrad and bias
+train step has ten kernels fewer (MatMul, BiasAdd, ReLU per net; the backward's MatMuls, ReluGrad and bias
 sum). Their readable reference, :class:`GRUProjSequenceReference`, computes those as MindSpore ops and then
 runs :class:`GRUSequenceReference`; tests hold the two equal.
 """
