@@ -154,6 +154,23 @@ def test_a_hit_enemy_switches_to_its_attacker_unless_retaliation_is_off(rules):
     assert S[2, S_HP] < 45 and S[2, S_TGT] == (1 if rules is None else 0)
 
 
+@pytest.mark.parametrize("rules", [None, "keepfoe"])
+def test_keepfoe_keeps_a_target_that_fights_back(rules):
+    """The enemy's target attacks it (its weapon cooling down) while the other marine hits it: the engine's
+    switch turns the enemy to the one that hit it, ``keepfoe`` keeps the one fighting it."""
+    eng, S = ruled(spec_of([("marine", 2, (9, 16))], [("marine", 1, (16, 16))]), rules)
+    place(S, 2, 16.0)
+    place(S, 0, 11.5)
+    place(S, 1, 30.0, 30.0)
+    eng.step(np.array([ATTACK_ENEMY_0, STOP]))
+    assert S[2, S_TGT] == 0 and S[0, S_TGT] == 2
+    S[0, S_CD] = 200.0  # marine 0 keeps its attack on the enemy but cannot fire again here
+    place(S, 1, 10.8)
+    for _ in range(2):
+        eng.step(np.array([ATTACK_ENEMY_0, ATTACK_ENEMY_0]))
+    assert S[2, S_HP] < 45 and S[2, S_TGT] == (0 if rules == "keepfoe" else 1)
+
+
 def test_random_choice_picks_a_farther_candidate_sometimes_the_default_never():
     spec = spec_of([("marine", 2, (9, 16))], [("marine", 1, (16, 16))])
     picks = {None: set(), "random": set()}
