@@ -1,8 +1,8 @@
 """Helpers shared by several test files (tests/ is on ``sys.path`` under pytest); not a test file itself.
 
 Test files import what they share from here (or from the other helper modules beside it: ``sc2_fakes``,
-``batched_parity``, ``learner_batches``, ``train_runs``), never from another ``test_*.py``: importing a test
-file runs its module-level code again and ties the two files' fates together.
+``batched_parity``, ``learner_batches``, ``train_runs``, ``gru_truth``), never from another ``test_*.py``:
+importing a test file runs its module-level code again and ties the two files' fates together.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gru_truth import gru_bptt_f64
 
 from marl import kernels
 from marl.modules import RNNAgent
@@ -44,30 +45,8 @@ def _weights(t: int, m: int, hd: int, seed: int) -> ms.Tensor:
 def _float64_reference(args: list[ms.Tensor], dh_TMH: np.ndarray) -> list[np.ndarray]:
     """The recurrence and its BPTT in float64 NumPy: ``[h, d gi, d h0, d W_hh, d b_ih, d b_hh]``."""
     gi, h0, w, b_ih, b_hh = (a.asnumpy().astype(np.float64) for a in args)
-    t_len, _, g3 = gi.shape
-    hd = g3 // 3
-    sig = lambda v: 1.0 / (1.0 + np.exp(-v))  # noqa: E731
-    hs, saved, h = [], [], h0
-    for t in range(t_len):
-        x, g = gi[t] + b_ih, h @ w.T + b_hh
-        r, z = sig(x[:, :hd] + g[:, :hd]), sig(x[:, hd : 2 * hd] + g[:, hd : 2 * hd])
-        hn = g[:, 2 * hd :]
-        n = np.tanh(x[:, 2 * hd :] + r * hn)
-        saved.append((h, r, z, n, hn))
-        h = n + z * (h - n)
-        hs.append(h)
-    d_gi, d_w, d_b_hh = np.zeros_like(gi), np.zeros_like(w), np.zeros_like(b_hh)
-    carry = np.zeros_like(h0)
-    for t in range(t_len - 1, -1, -1):
-        hp, r, z, n, hn = saved[t]
-        dh = dh_TMH[t] + carry
-        d_npre = dh * (1 - z) * (1 - n * n)
-        dg = np.concatenate([d_npre * hn * r * (1 - r), dh * (hp - n) * z * (1 - z), d_npre * r], 1)
-        d_gi[t] = np.concatenate([dg[:, : 2 * hd], d_npre], 1)
-        carry = dh * z + dg @ w
-        d_w += dg.T @ hp
-        d_b_hh += dg.sum(0)
-    return [np.stack(hs), d_gi, carry, d_w, d_gi.sum((0, 1)), d_b_hh]
+    h, d_gi, d_h0, d_w, d_b_hh = gru_bptt_f64(gi + b_ih, h0, w, b_hh, dh_TMH)
+    return [h, d_gi, d_h0, d_w, d_gi.sum((0, 1)), d_b_hh]
 
 
 # (T, M, H): the 3m learner's size, and sizes on the kernels' unblocked paths (H not a multiple of 8/16)

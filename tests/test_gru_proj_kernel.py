@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gru_truth import gru_bptt_f64
 
 from marl import kernels
 from marl.modules.gru_kernel import (
@@ -38,32 +39,11 @@ def _float64_truth(args: list[ms.Tensor], w_out: np.ndarray) -> list[np.ndarray]
     z, b_z, h0, w_ih, w_hh, b_ih, b_hh = (a.asnumpy().astype(np.float64) for a in args)
     x = np.maximum(z + b_z, 0.0)
     m, hd = h0.shape
-    t_len = x.shape[0] // m
-    gi = (x @ w_ih.T).reshape(t_len, m, 3 * hd) + b_ih
-    sig = lambda v: 1.0 / (1.0 + np.exp(-v))  # noqa: E731
-    hs, saved, h = [], [], h0
-    for t in range(t_len):
-        g = h @ w_hh.T + b_hh
-        r, z = sig(gi[t, :, :hd] + g[:, :hd]), sig(gi[t, :, hd : 2 * hd] + g[:, hd : 2 * hd])
-        hn = g[:, 2 * hd :]
-        n = np.tanh(gi[t, :, 2 * hd :] + r * hn)
-        saved.append((h, r, z, n, hn))
-        h = n + z * (h - n)
-        hs.append(h)
-    d_gi, d_w_hh, d_b_hh = np.zeros_like(gi), np.zeros_like(w_hh), np.zeros_like(b_hh)
-    carry = np.zeros_like(h0)
-    for t in range(t_len - 1, -1, -1):
-        hp, r, z, n, hn = saved[t]
-        dh = w_out[t] + carry
-        d_npre = dh * (1 - z) * (1 - n * n)
-        dg = np.concatenate([d_npre * hn * r * (1 - r), dh * (hp - n) * z * (1 - z), d_npre * r], 1)
-        d_gi[t] = np.concatenate([dg[:, : 2 * hd], d_npre], 1)
-        carry = dh * z + dg @ w_hh
-        d_w_hh += dg.T @ hp
-        d_b_hh += dg.sum(0)
-    d_gi_rows = d_gi.reshape(t_len * m, 3 * hd)
+    gi = (x @ w_ih.T).reshape(x.shape[0] // m, m, 3 * hd) + b_ih
+    h, d_gi, carry, d_w_hh, d_b_hh = gru_bptt_f64(gi, h0, w_hh, b_hh, w_out)
+    d_gi_rows = d_gi.reshape(-1, 3 * hd)
     d_z = (d_gi_rows @ w_ih) * (x > 0)
-    return [np.stack(hs), d_z, d_z.sum(0), carry, d_gi_rows.T @ x, d_w_hh, d_gi_rows.sum(0), d_b_hh]
+    return [h, d_z, d_z.sum(0), carry, d_gi_rows.T @ x, d_w_hh, d_gi_rows.sum(0), d_b_hh]
 
 
 def _results(seq, args: list[ms.Tensor], w_out: ms.Tensor, use_jit: bool) -> list[np.ndarray]:  # noqa: ANN001
