@@ -154,6 +154,24 @@ def test_a_hit_enemy_switches_to_its_attacker_unless_retaliation_is_off(rules):
     assert S[2, S_HP] < 45 and S[2, S_TGT] == (1 if rules is None else 0)
 
 
+@pytest.mark.parametrize("rules", [None, "stick64"])
+def test_stick_holds_the_attacker_it_switched_to(rules):
+    """Marine 1 hits the enemy (it switches to marine 1), then only marine 0 does: the engine's switch turns
+    it back to marine 0, ``stick<k>`` holds marine 1 for k loops."""
+    eng, S = ruled(spec_of([("marine", 2, (9, 16))], [("marine", 1, (16, 16))]), rules)
+    place(S, 2, 16.0)
+    place(S, 0, 11.5)
+    place(S, 1, 30.0, 30.0)
+    eng.step(np.array([STOP, STOP]))
+    place(S, 1, 10.8)
+    eng.step(np.array([STOP, ATTACK_ENEMY_0]))
+    assert S[2, S_TGT] == 1
+    S[1, S_CD] = 200.0  # marine 1 holds its fire from here on
+    for _ in range(2):
+        eng.step(np.array([ATTACK_ENEMY_0, ATTACK_ENEMY_0]))
+    assert S[2, S_TGT] == (1 if rules else 0)
+
+
 @pytest.mark.parametrize("rules", [None, "keepfoe"])
 def test_keepfoe_keeps_a_target_that_fights_back(rules):
     """The enemy's target attacks it (its weapon cooling down) while the other marine hits it: the engine's

@@ -36,12 +36,14 @@ never a module-level switch, so Numba's on-disk cache cannot serve a stale varia
   firing unit by k/4 of the overlap, at most its walk of one loop (``contact._slide``), instead of the
   engine's ``SLIDE`` (1/2, fitted to D's marines with move orders, which this leaves alone): how fast a crowd
   of melee attackers fills the ring round its target (2c_vs_64zg).
+* ``R_STICK`` k > 0: after a retaliation switch the unit keeps that attacker for k loops (while it stays a
+  kept target) before another hit can turn it: the switch with hysteresis.
 * ``R_KEEP_FOE`` 1: the retaliation switch only when the unit's current target is not itself targeting the
   unit: one fighting a unit that fights back keeps it (trained policies on 3s5z and 10m_vs_11m lean on the
   switch; the switch's exact form is our reading of D).
 
-Per-unit state lives in ``V`` (E, U, N_V) float64: the scan countdown (-1: not drawn yet), the delay
-left; the shared clock is unit 0's scan countdown
+Per-unit state lives in ``V`` (E, U, N_V) float64: the scan countdown (-1: not drawn yet), the delay and the
+hold left; the shared clock is unit 0's scan countdown
 (an ally's, otherwise unused).  None of the timing and choice rules has a source; ``noretaliate`` is
 Liquipedia's keep-the-target, which the recorded episodes contradict.  Each is a candidate to compare
 with the recorded episodes (``benchmarks/research/targeting_fit.py``).
@@ -76,14 +78,14 @@ from marl.envs.smac.sim.units import (
 from marl.envs.smac.sim.weapons import _attack, _burst
 
 R_SCAN, R_RANDOM, R_NO_RETALIATE, R_THREAT_RANGE, R_DELAY, R_SHARED, R_DEATH_BURST = 0, 1, 2, 3, 4, 5, 6
-R_PUSH, R_NO_HELP, R_UNPIN, R_CHASE, R_KEEP_FOE = 7, 8, 9, 10, 11
-N_RULES = 12
-V_SCAN, V_DELAY = 0, 1
-N_V = 2
+R_PUSH, R_NO_HELP, R_UNPIN, R_CHASE, R_KEEP_FOE, R_STICK = 7, 8, 9, 10, 11, 12
+N_RULES = 13
+V_SCAN, V_DELAY, V_STICK = 0, 1, 2
+N_V = 3
 
 _KEYS = {"scan": R_SCAN, "random": R_RANDOM, "noretaliate": R_NO_RETALIATE, "threat_range": R_THREAT_RANGE}
 _KEYS.update(delay=R_DELAY, shared=R_SHARED, deathburst=R_DEATH_BURST, push=R_PUSH, nohelp=R_NO_HELP)
-_KEYS.update(unpin=R_UNPIN, chase=R_CHASE, keepfoe=R_KEEP_FOE)
+_KEYS.update(unpin=R_UNPIN, chase=R_CHASE, keepfoe=R_KEEP_FOE, stick=R_STICK)
 
 
 def parse_rules(text: str) -> np.ndarray:
@@ -100,10 +102,10 @@ def parse_rules(text: str) -> np.ndarray:
         if name not in _KEYS:
             raise ValueError(f"unknown targeting rule {part!r}; known: {sorted(_KEYS)}")
         num = part[len(name) :]
-        if (name in ("scan", "delay", "push", "chase")) != bool(num):
+        if (name in ("scan", "delay", "push", "chase", "stick")) != bool(num):
             raise ValueError(
-                f"{part!r}: scan and delay take a number of loops, push of passes, chase a slide in"
-                " quarters of the overlap; the others none"
+                f"{part!r}: scan, delay and stick take a number of loops, push of passes, chase a slide"
+                " in quarters of the overlap; the others none"
             )
         rules[_KEYS[name]] = int(num) if num else 1
     if rules[R_SHARED] and rules[R_SCAN] <= 1:
@@ -177,6 +179,7 @@ def _scan_due(e, i, S, rng, rules, V):
 def _enemy_act_rules(e, i, na, props, utype, grid, nav, S, rng, rules, V):
     """``targeting._enemy_act`` with the candidate rules (see the module docstring)."""
     due = _scan_due(e, i, S, rng, rules, V)  # the scan clock runs in every loop, wind-ups included
+    V[e, i, V_STICK] -= 1.0  # so does the hold after a retaliation switch
     if _busy(e, i, na, props, utype, grid, nav, S, rng):
         return
     old = int(S[e, i, S_TGT])
@@ -184,7 +187,11 @@ def _enemy_act_rules(e, i, na, props, utype, grid, nav, S, rng, rules, V):
     hit_by = -1 if rules[R_NO_RETALIATE] > 0 else _fresh_attacker(e, i, na, props, utype, S)
     if rules[R_KEEP_FOE] > 0 and t >= 0 and int(S[e, t, S_TGT]) == i:
         hit_by = -1  # its target is fighting it: no switch
+    if rules[R_STICK] > 0 and t >= 0 and V[e, i, V_STICK] > 0.0:
+        hit_by = -1  # still holding the attacker it last switched to
     if hit_by >= 0:
+        if rules[R_STICK] > 0 and hit_by != t:
+            V[e, i, V_STICK] = rules[R_STICK]
         t = hit_by
     if t < 0 and due:
         t = _acquire_rules(e, i, na, props, utype, S, rng, rules)
