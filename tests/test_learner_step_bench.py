@@ -111,6 +111,7 @@ def test_jax_layout_names_parse_and_bad_ones_say_what_is_allowed():
     assert combine(times) == Layout(gates="split", unroll=4)
 
 
+@pytest.mark.slow  # 63 s with a cold JAX cache (load 7 on 2 cores): under pytest-xdist it starts early
 @pytest.mark.skipif(not JAX_PYTHON.is_file(), reason="needs the bench venv with JAX (make bench-env)")
 def test_every_jax_layout_has_the_mindspore_loss_and_gradients(tmp_path, jax_cache):
     info, cfg, learner, batches = _setup("3m", 2)
