@@ -9,6 +9,8 @@ from marl import kernels
 from marl.modules import RNNAgent
 from marl.modules.gru_kernel import (
     GRUForwardKernel,
+    GRUProjSequenceKernel,
+    GRUProjSequenceReference,
     GRUSequenceKernel,
     GRUSequenceReference,
     gru_cells,
@@ -133,7 +135,8 @@ def _square_loss_grad(agent: RNNAgent):  # noqa: ANN202
 def test_agent_unroll_same_with_and_without_kernels() -> None:
     """The whole RNN agent: Q-values and parameter gradients equal on both paths."""
     fast, ref = RNNAgent(11, 16, 5), RNNAgent(11, 16, 5, use_kernels=False)
-    assert isinstance(fast.sequence, GRUSequenceKernel) and isinstance(ref.sequence, GRUSequenceReference)
+    assert isinstance(fast.sequence, GRUProjSequenceKernel)
+    assert isinstance(ref.sequence, GRUProjSequenceReference)
     for p_ref, p_fast in zip(ref.trainable_params(), fast.trainable_params(), strict=True):
         p_ref.set_data(p_fast.data.copy())
     x = ms.Tensor(np.random.default_rng(2).normal(size=(4, 12, 3, 11)).astype(np.float32))

@@ -84,7 +84,7 @@ def test_reused_arrays_give_the_losses_of_fresh_ones(length_groups: int, use_jit
 
 @pytest.mark.parametrize(("agent", "length_groups", "use_jit"), [("rnn", 2, False), ("dueling_rnn", 1, True)])
 def test_inputs_as_rows_give_the_losses_of_4d_inputs(agent: str, length_groups: int, use_jit: bool) -> None:
-    """Agent inputs wider than the hidden layer go to the learner's graph as rows (B*T*N, I) and through
+    """Agent inputs go to the learner's graph as time-major rows (T*B*N, I) and through
     ``RNNAgent.unroll_rows``; the losses and updates equal those of the 4-D inputs through ``unroll``."""
     from dataclasses import replace
 

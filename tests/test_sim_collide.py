@@ -9,6 +9,7 @@ import pytest
 from marl.envs.smac.sim.contact import push_passes
 from marl.envs.smac.sim.engine import SimEngine
 from marl.envs.smac.sim.units import (
+    ATTACK,
     C_GROUND,
     COLLIDE,
     CONTACT,
@@ -18,6 +19,7 @@ from marl.envs.smac.sim.units import (
     S_OK,
     S_OX,
     S_OY,
+    S_TGT,
     S_WU,
     S_X,
     S_Y,
@@ -89,10 +91,49 @@ def test_a_walker_pinned_between_firing_units_stays_unless_unpinned(unpin):
     stays inside both; the candidate ``unpin`` makes such a deep overlap shared, and the pair opens."""
     b, S, buf, idx = _pinned_zealot()
     for _ in range(8):
-        push_passes(0, 1, PROPS, b.utype, b.grid, b.S, b.rng, buf, idx, unpin)
+        push_passes(0, 1, PROPS, b.utype, b.grid, b.S, b.rng, buf, idx, unpin, 0.0)
     gap = min(np.hypot(S[2, S_X] - S[k, S_X], S[2, S_Y] - S[k, S_Y]) for k in (0, 1))
     contact = CONTACT * (PROPS[b.utype[0], RADIUS] + PROPS[b.utype[2], RADIUS])
     if unpin:
         assert S[1, S_X] - S[0, S_X] > 1.3 and gap > contact - PROPS[b.utype[2], SPEED]
     else:
         assert (S[0, S_X], S[1, S_X]) == (10.0, 11.3) and gap < contact - 0.3
+
+
+@pytest.mark.parametrize("order", ["attack", "move"])
+def test_chase_speeds_up_only_a_walker_heading_for_a_unit_and_never_past_its_walk(order):
+    """The candidate ``chase<k>``: a walker whose goal is a unit slides round a firing unit by ``k`` x the
+    overlap, at most its walk of one loop; a walker with a move order keeps the engine's ``SLIDE``."""
+    moved = {}
+    for chase in (0.0, 4.0):
+        eng, S = _engine(
+            [("stalker", 1, (10.0, 10.0)), ("zealot", 1, (9.0, 10.0)), ("zealot", 1, (14.0, 10.0))]
+        )
+        S[0, S_X], S[0, S_Y], S[1, S_X], S[1, S_Y], S[2, S_X], S[2, S_Y] = 10.0, 10.0, 9.1, 10.0, 14.0, 10.3
+        S[0, S_WU] = 5.0  # firing: the walker may not push it
+        if order == "attack":
+            S[1, S_OK], S[1, S_TGT] = ATTACK, 2  # heading for the far zealot, through the stalker
+        else:
+            S[1, S_OK], S[1, S_OX], S[1, S_OY] = MOVE, 14.0, 10.3
+        b = eng._batch
+        u = S.shape[0]
+        y0 = S[1, S_Y]
+        push_passes(
+            0,
+            1,
+            PROPS,
+            b.utype,
+            b.grid,
+            b.S,
+            b.rng,
+            np.empty((u, 4)),
+            np.empty(u, dtype=np.int64),
+            False,
+            chase,
+        )
+        moved[chase] = S[1, S_Y] - y0
+    assert moved[0.0] > 0.0  # the engine's slide (the push is along x), toward the goal's side (north)
+    if order == "move":
+        assert moved[4.0] == moved[0.0]
+    else:
+        assert moved[0.0] < moved[4.0] <= PROPS[b.utype[1], SPEED] + 1e-12

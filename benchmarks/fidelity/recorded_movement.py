@@ -41,6 +41,7 @@ from benchmarks.fidelity.replay_engine import replay  # noqa: E402
 from marl.envs.smac.maps import load_map  # noqa: E402
 from marl.envs.smac.sim.units import PROPS, SPEED, type_ids  # noqa: E402
 from marl.envs.smac.sim.units import RADIUS as RADIUS_COL  # noqa: E402
+from marl.envs.smac.sim.variants import parse_rules  # noqa: E402
 
 N, M = 3, 3  # 3m
 EXTENT = 28.0  # SMAC's state divides 3m's positions by the map's width (docs/smac.md, section 4)
@@ -176,9 +177,10 @@ def agreement(game: dict, eng: dict) -> dict[str, float]:
     return out
 
 
-def engine_positions(episodes: list[Episode]) -> list[np.ndarray]:
-    """The engine's positions replaying each episode with the game's actions from its first positions."""
-    reps = replay(episodes, load_map("3m"), EXTENT)
+def engine_positions(episodes: list[Episode], rules: str = "") -> list[np.ndarray]:
+    """The engine's positions replaying each episode with the game's actions from its first positions
+    (under candidate ``rules`` of ``sim/variants.py`` when given)."""
+    reps = replay(episodes, load_map("3m"), EXTENT, rules=parse_rules(rules) if rules else None)
     return [reps.pos_RTU2[k] for k in range(len(episodes))]
 
 
@@ -200,10 +202,16 @@ def _fmt_side(s: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = parser(__doc__)
+    ap.add_argument("--sim-rules", default="", help="candidate rules of sim/variants.py (e.g. 'unpin')")
     args = ap.parse_args(argv)
     run = harness.start()
     episodes = episodes_or_exit(ap, args.files, N, M)
-    pos = {"game (D)": game_positions(episodes), "engine": engine_positions(episodes)}
+    try:
+        rules = parse_rules(args.sim_rules) if args.sim_rules else None
+    except ValueError as err:
+        ap.error(str(err))
+    engine = f"engine ({args.sim_rules})" if rules is not None else "engine"
+    pos = {"game (D)": game_positions(episodes), engine: engine_positions(episodes, args.sim_rules)}
     game, eng = (summary(move_steps(episodes, pos[k])) for k in pos)
     p = agreement(game, eng)
     touch = {k: contacts(episodes, v) for k, v in pos.items()}
@@ -228,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for c in CATEGORIES:
         lines.append(f"| {c} | game (D) | {_fmt_side(game[c])} | {p[c]:.3g} |")
-        lines.append(f"| | engine | {_fmt_side(eng[c])} | |")
+        lines.append(f"| | {engine} | {_fmt_side(eng[c])} | |")
     lines += [
         "",
         "## Contact: pairs of living allies in consecutive states",

@@ -3,10 +3,11 @@
 For each map it plays every policy under every variant and prints win rate [Wilson 95 %], mean return
 (SMAC's default reward), mean episode length and the enemies' mean hit points (+ shields) left. A variant is
 ``default`` (the engine as it is), a name of ``sim/variants.py``'s candidate targeting rules (e.g.
-``noretaliate``, ``delay2``), ``arena=game`` (2c_vs_64zg only: the walkable cells read from the SMAC map
-file itself, see :data:`GAME_ARENA`), or ``scale:UNIT.FIELD=FACTOR[,...]`` (a sensitivity: that column of the
-unit table, both sides' rows, times FACTOR in this process, e.g. ``scale:colossus.cooldown=1.5``; fields
-:data:`SCALABLE`). Diagnostics only: nothing here changes the engine. The ``crowd`` column is the enemies'
+``noretaliate``, ``delay2``), ``arena=game`` (2c_vs_64zg only: the walkable cells read from the SMAC map file
+itself, see :data:`GAME_ARENA`), ``arena=open`` (2c_vs_64zg only: no ravine, :data:`OPEN_ARENA`), or
+``scale:UNIT.FIELD=FACTOR[,...]`` (a sensitivity: that column of the unit table, both sides' rows, times
+FACTOR in this process, e.g. ``scale:colossus.cooldown=1.5``; fields :data:`SCALABLE`). Diagnostics only:
+nothing here changes the engine. The ``crowd`` column is the enemies'
 median nearest-neighbour distance (ground units, centre to centre) over steps 2-6, the approach, beside the
 contact distance two of them keep in the game (``units.CONTACT`` x both radii).
 
@@ -58,6 +59,10 @@ GAME_ARENA = {
         {"rect": [28, 6, 30, 8]},
     ],
 }
+# 2c_vs_64zg's band with no ravine at all (a diagnostic, not a reading of the map): the zerglings meet the
+# colossi on open ground, as if nothing held them on their way up.
+OPEN_ARENA = {"walkable": [{"rect": [4, 6, 28, 20]}]}
+ARENAS = {"arena=game": GAME_ARENA, "arena=open": OPEN_ARENA}
 POLICIES = ("random", "stop", "attack", "swap")
 # scale: fields -> the unit table's columns
 SCALABLE = {"dmg": units.DMG, "cooldown": units.COOLDOWN, "hits": units.HITS, "speed": units.SPEED}
@@ -95,14 +100,14 @@ def crowd(S: np.ndarray, n_agents: int) -> float:
 
 
 def spec_for(map_name: str, variant: str) -> MapSpec:
-    """The map's spec, with the game's arena for ``arena=game``."""
-    if variant != "arena=game":
+    """The map's spec, with the game's arena for ``arena=game`` or no ravine for ``arena=open``."""
+    if variant not in ARENAS:
         return load_map(map_name)
     if map_name != "2c_vs_64zg":
-        raise ValueError("arena=game is read for 2c_vs_64zg only")
+        raise ValueError(f"{variant} is defined for 2c_vs_64zg only")
     raw = yaml.safe_load((MAPS_DIR / f"{map_name}.yaml").read_text(encoding="utf-8"))
-    raw["arena"] = GAME_ARENA
-    return parse_map(raw, "2c_vs_64zg (the game's cells)")
+    raw["arena"] = ARENAS[variant]
+    return parse_map(raw, f"2c_vs_64zg ({variant})")
 
 
 def act(policy: str, env, rng: np.random.Generator) -> np.ndarray:
@@ -145,7 +150,7 @@ def play(map_name: str, policy: str, variant: str, episodes: int, seed: int) -> 
     """``episodes`` episodes at once; win rate, its Wilson interval, mean return, length, enemy HP left."""
     spec = spec_for(map_name, variant)
     scaled = variant.startswith("scale:")
-    rules = "" if variant in ("default", "arena=game") or scaled else variant
+    rules = "" if variant == "default" or variant in ARENAS or scaled else variant
     orig, orig_props = batched_env.load_map, sim_engine.PROPS
     batched_env.load_map = lambda name: spec  # the env builds its engine from this spec
     if scaled:
@@ -209,7 +214,7 @@ def main() -> None:
             if pol == "swap" and m != "2s_vs_1sc":
                 continue
             for v in args.variants:
-                if v == "arena=game" and m != "2c_vs_64zg":
+                if v in ARENAS and m != "2c_vs_64zg":
                     continue
                 t0 = time.time()
                 r = play(m, pol, v, args.episodes, args.seed)

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -114,6 +115,9 @@ void blocked(int64_t m, int64_t n, int64_t kl, const float* ak, int64_t ars, int
   }
 }
 
+// The K chunk of gemm (a caller that feeds gemm K in chunks of this size sums in the same order).
+constexpr int64_t kChunk = 256;
+
 // C[M x N] (+)= A[M x K] B[K x N] with A(r, k) = a[r * ars + k * aks], B and C row-major.
 void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t aks, const float* b,
           int64_t ldb, float* c, int64_t ldc, bool accumulate) {
@@ -127,7 +131,7 @@ void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t ars, int64_t 
     return;
   }
   // K in chunks, so that the chunk of B and of A stays in cache while every block of C passes over it
-  constexpr int64_t kc = 256;
+  constexpr int64_t kc = kChunk;
   for (int64_t k0 = 0; k0 < k; k0 += kc) {
     const int64_t kl = k - k0 < kc ? k - k0 : kc;
     const bool acc = accumulate || k0 > 0;
@@ -212,11 +216,11 @@ inline void fwd_cols(int64_t q, int64_t hd, const float* gi, const float* b_rz, 
   }
 }
 
-// Columns q.. of one row of a backward step: gate gradients (dgi: this row of d gi, 3H), and the direct
-// part of d h_{t-1} into cr.
+// Columns q.. of one row of a backward step: gate gradients (dgi: this row of d gi, 3H; or, where dgi is
+// null, only its n part into dn, H: its r and z parts equal dg's), and the direct part of d h_{t-1} into cr.
 template <class V>
 inline void bwd_cols(int64_t q, int64_t hd, const float* sv, const float* hp, const float* dho, float* cr,
-                     float* dg, float* dgi) {
+                     float* dg, float* dgi, float* dn) {
   const V r = ld<V>(sv + q), z = ld<V>(sv + hd + q), n = ld<V>(sv + 2 * hd + q), hn = ld<V>(sv + 3 * hd + q);
   const V dh = ld<V>(dho + q) + ld<V>(cr + q);
   const V d_npre = dh * (1.0f - z) * (1.0f - n * n);  // d of the pre-activation gi_n + r * hn
@@ -225,14 +229,35 @@ inline void bwd_cols(int64_t q, int64_t hd, const float* sv, const float* hp, co
   st(dg + q, d_r);
   st(dg + hd + q, d_z);
   st(dg + 2 * hd + q, d_npre * r);
-  st(dgi + q, d_r);
-  st(dgi + hd + q, d_z);
-  st(dgi + 2 * hd + q, d_npre);
+  if (dgi) {
+    st(dgi + q, d_r);
+    st(dgi + hd + q, d_z);
+    st(dgi + 2 * hd + q, d_npre);
+  } else {
+    st(dn + q, d_npre);
+  }
   st(cr + q, dh * z);  // the direct path h_{t-1} -> h_t; the matrix path is added by the caller
 }
 
 struct Dims {
   int64_t t, m, h;
+};
+
+// A grow-only scratch array whose new elements are left uninitialised (the kernels write all they read):
+// std::vector would zero them first, a pass over up to 120 MB at 27m_vs_30m sizes on the first call.
+class Scratch {
+ public:
+  float* get(int64_t n) {
+    if (n > size_) {
+      buf_.reset(new float[n]);
+      size_ = n;
+    }
+    return buf_.get();
+  }
+
+ private:
+  std::unique_ptr<float[]> buf_;
+  int64_t size_ = 0;
 };
 
 // Kernel threads: MARL_KERNEL_THREADS (marl.utils.ms.setup sets it to the MindSpore thread count).
@@ -257,26 +282,52 @@ void parallel_chunks(int64_t n, int64_t align, int64_t work, F body) {
 }
 
 // Forward over all steps; writes h (T, M, H) and, when saved != nullptr, [r | z | n | hn] (T, M, 4H).
+// The GRU's input computed inside (the *X kernels): x = relu(z + b_z), the output of the layer before the
+// GRU (z (T*M, I) its product without the bias, time-major rows), and gi = x W_ih^T (w_ih (3H, I)).
+struct Input {
+  const float* z = nullptr;
+  const float* b_z = nullptr;
+  const float* w_ih = nullptr;
+  int64_t dim = 0;
+};
+
+// x = relu(z + b_z) for `rows` rows of width n.
+inline void relu_bias(const float* z, const float* b, int64_t rows, int64_t n, float* x) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t q = 0; q < n; ++q) x[r * n + q] = std::max(z[r * n + q] + b[q], 0.0f);
+}
+
+// With in.z != nullptr, gi is computed step by step here, for the rows of each step while they are in
+// cache, instead of being read from gi_all.
 void forward(const Dims& d, const float* gi_all, const float* h0, const float* w_hh, const float* b_ih,
-             const float* b_hh, float* h_out, float* saved) {
-  const int64_t t_len = d.t, m = d.m, hd = d.h, g3 = 3 * hd;
-  thread_local std::vector<float> wt, b_rz;
+             const float* b_hh, float* h_out, float* saved, const Input& in = Input{}) {
+  const int64_t t_len = d.t, m = d.m, hd = d.h, g3 = 3 * hd, in_dim = in.dim;
+  const float *z = in.z, *b_z = in.b_z;
+  thread_local std::vector<float> wt, wit, b_rz;
   wt.resize(hd * g3);
   for (int64_t j = 0; j < g3; ++j)  // W_hh^T (H, 3H), so each step is one row-major product
     for (int64_t q = 0; q < hd; ++q) wt[q * g3 + j] = w_hh[j * hd + q];
+  wit.resize(z ? in_dim * g3 : 0);
+  for (int64_t j = 0; z && j < g3; ++j)  // W_ih^T (I, 3H)
+    for (int64_t q = 0; q < in_dim; ++q) wit[q * g3 + j] = in.w_ih[j * in_dim + q];
+  const float* wi = wit.data();
   b_rz.resize(2 * hd);
   for (int64_t q = 0; q < 2 * hd; ++q) b_rz[q] = b_ih[q] + b_hh[q];  // as the reference adds them
   const float* w = wt.data();
   const float *brz = b_rz.data(), *b_in = b_ih + 2 * hd, *b_hn = b_hh + 2 * hd;
-  parallel_chunks(m, 24, t_len * m * hd * g3, [=](int64_t r0, int64_t r1) {
-    std::vector<float> g((r1 - r0) * g3);
+  parallel_chunks(m, 24, t_len * m * (hd + in_dim) * g3, [=](int64_t r0, int64_t r1) {
+    std::vector<float> g((r1 - r0) * g3), gx(z ? (r1 - r0) * g3 : 0), xs(z ? (r1 - r0) * in_dim : 0);
     const float* hprev = h0 + r0 * hd;
     for (int64_t t = 0; t < t_len; ++t) {
       gemm(r1 - r0, g3, hd, hprev, hd, 1, w, g3, g.data(), g3, false);
+      if (z) {
+        relu_bias(z + (t * m + r0) * in_dim, b_z, r1 - r0, in_dim, xs.data());
+        gemm(r1 - r0, g3, in_dim, xs.data(), in_dim, 1, wi, g3, gx.data(), g3, false);
+      }
       float* ht = h_out + (t * m + r0) * hd;
       for (int64_t i = r0; i < r1; ++i) {
         const float* gh = g.data() + (i - r0) * g3;
-        const float* gi = gi_all + (t * m + i) * g3;
+        const float* gi = z ? gx.data() + (i - r0) * g3 : gi_all + (t * m + i) * g3;
         const float* hp = hprev + (i - r0) * hd;
         float* ho = ht + (i - r0) * hd;
         float* sv = saved ? saved + (t * m + i) * 4 * hd : nullptr;
@@ -305,33 +356,72 @@ void column_sums(const float* x, int64_t rows, int64_t ld, int64_t n, float* out
   });
 }
 
-// Backward: from dL/dh (T, M, H) to dL/d(gi, h0, W_hh, b_ih, b_hh).
+// Backward: from dL/dh (T, M, H) to dL/d(gi, h0, W_hh, b_ih, b_hh). With in.z != nullptr (the forward's
+// input layer), also d z = relu'(z + b_z) * (d gi W_ih), step by step while the step's d gi rows are in
+// cache, d W_ih = d gi^T x and d b_z = column sums of d z. d gi is then not written out: its r and z columns
+// are those of dg, and only its n column block (T*M, H) is kept, in this kernel's scratch.
 void backward(const Dims& d, const float* dh_out, const float* h, const float* saved, const float* h0,
-              const float* w_hh, float* d_gi, float* d_h0, float* d_w, float* d_b_ih, float* d_b_hh) {
-  const int64_t t_len = d.t, m = d.m, hd = d.h, g3 = 3 * hd;
-  thread_local std::vector<float> dg_buf;
-  dg_buf.resize(t_len * m * g3);  // d of [W_hr h, W_hz h, W_hn h + b_hn] for every step
-  float* dg_all = dg_buf.data();
+              const float* w_hh, float* d_gi, float* d_h0, float* d_w, float* d_b_ih, float* d_b_hh,
+              const Input& in = Input{}, float* d_z = nullptr, float* d_b_z = nullptr, float* d_w_ih = nullptr) {
+  const int64_t t_len = d.t, m = d.m, hd = d.h, g3 = 3 * hd, in_dim = in.dim;
+  const float *z = in.z, *b_z = in.b_z, *w_ih = in.w_ih;
+  thread_local Scratch dg_buf, dn_buf;
+  float* dg_all = dg_buf.get(t_len * m * g3);  // d of [W_hr h, W_hz h, W_hn h + b_hn] for every step
+  float* dn_all = z ? dn_buf.get(t_len * m * hd) : nullptr;  // d gi's n block (with z)
+  if (z) d_gi = nullptr;
   std::memset(d_h0, 0, sizeof(float) * m * hd);  // the carried dL/dh_{t-1}, which ends as dL/dh0
-  parallel_chunks(m, 24, t_len * m * hd * g3, [=](int64_t r0, int64_t r1) {
+  parallel_chunks(m, 24, t_len * m * (hd + in_dim) * g3, [=](int64_t r0, int64_t r1) {
+    std::vector<float> dx(z ? (r1 - r0) * in_dim : 0);
     for (int64_t t = t_len - 1; t >= 0; --t) {
       const float* hprev = t > 0 ? h + (t - 1) * m * hd : h0;
       float* dg = dg_all + t * m * g3;
       for (int64_t i = r0; i < r1; ++i) {
         const float* sv = saved + (t * m + i) * 4 * hd;
         const float* dho = dh_out + (t * m + i) * hd;
-        float* dgi = d_gi + (t * m + i) * g3;
+        float* dgi = d_gi ? d_gi + (t * m + i) * g3 : nullptr;
+        float* dn = dn_all ? dn_all + (t * m + i) * hd : nullptr;
         float* cr = d_h0 + i * hd;
+        float* dgr = dg + i * g3;
+        const float* hp = hprev + i * hd;
         int64_t q = 0;
 #ifdef __AVX512F__
-        for (; q + 16 <= hd; q += 16) bwd_cols<v16>(q, hd, sv, hprev + i * hd, dho, cr, dg + i * g3, dgi);
+        for (; q + 16 <= hd; q += 16) bwd_cols<v16>(q, hd, sv, hp, dho, cr, dgr, dgi, dn);
 #endif
-        for (; q + 8 <= hd; q += 8) bwd_cols<v8>(q, hd, sv, hprev + i * hd, dho, cr, dg + i * g3, dgi);
-        for (; q < hd; ++q) bwd_cols<float>(q, hd, sv, hprev + i * hd, dho, cr, dg + i * g3, dgi);
+        for (; q + 8 <= hd; q += 8) bwd_cols<v8>(q, hd, sv, hp, dho, cr, dgr, dgi, dn);
+        for (; q < hd; ++q) bwd_cols<float>(q, hd, sv, hp, dho, cr, dgr, dgi, dn);
       }
       gemm(r1 - r0, hd, g3, dg + r0 * g3, g3, 1, w_hh, hd, d_h0 + r0 * hd, hd, true);
+      if (z) {  // d z = relu'(z + b_z) * (d gi W_ih): d gi's r, z columns are dg's, its n columns dn's
+        const int64_t row = t * m + r0;
+        gemm(r1 - r0, in_dim, 2 * hd, dg_all + row * g3, g3, 1, w_ih, in_dim, dx.data(), in_dim, false);
+        gemm(r1 - r0, in_dim, hd, dn_all + row * hd, hd, 1, w_ih + 2 * hd * in_dim, in_dim, dx.data(), in_dim,
+             true);
+        for (int64_t r = 0; r < r1 - r0; ++r) {
+          const float* zr = z + (row + r) * in_dim;
+          float* dzr = d_z + (row + r) * in_dim;
+          for (int64_t q = 0; q < in_dim; ++q) dzr[q] = zr[q] + b_z[q] > 0.0f ? dx[r * in_dim + q] : 0.0f;
+        }
+      }
     }
   });
+  if (z) {  // d W_ih = d gi^T x over all T*M rows, split by rows of d W_ih, x = relu(z + b_z) formed again
+    // chunk by chunk of gemm's K (not kept from the forward: a (T*M, I) array less); d b_z
+    parallel_chunks(g3, 16, t_len * m * in_dim * g3, [=](int64_t j0, int64_t j1) {
+      std::vector<float> xc(kChunk * in_dim);
+      const int64_t ja = std::min(j1, 2 * hd), jb = std::max(j0, 2 * hd);  // [j0, ja) from dg, [jb, j1) dn
+      for (int64_t k0 = 0; k0 < t_len * m; k0 += kChunk) {
+        const int64_t kl = std::min(kChunk, t_len * m - k0);
+        relu_bias(z + k0 * in_dim, b_z, kl, in_dim, xc.data());
+        if (ja > j0)
+          gemm(ja - j0, in_dim, kl, dg_all + k0 * g3 + j0, 1, g3, xc.data(), in_dim, d_w_ih + j0 * in_dim,
+               in_dim, k0 > 0);
+        if (j1 > jb)
+          gemm(j1 - jb, in_dim, kl, dn_all + k0 * hd + (jb - 2 * hd), 1, hd, xc.data(), in_dim,
+               d_w_ih + jb * in_dim, in_dim, k0 > 0);
+      }
+    });
+    column_sums(d_z, t_len * m, in_dim, in_dim, d_b_z);
+  }
   // d W_hh = sum_t dg_t^T h_{t-1}: the t = 0 block against h0, then the others against h[0..T-2]; split by
   // rows of d W_hh (columns of dg)
   parallel_chunks(g3, 16, t_len * m * hd * g3, [=](int64_t j0, int64_t j1) {
@@ -339,7 +429,12 @@ void backward(const Dims& d, const float* dh_out, const float* h, const float* s
     if (t_len > 1) gemm(j1 - j0, hd, (t_len - 1) * m, dg_all + m * g3 + j0, 1, g3, h, hd, d_w + j0 * hd, hd, true);
   });
   // bias gradients: d b_ih = column sums of d gi; d b_hh = those of [d r, d z] (the same) and of d(W_hn h + b_hn)
-  column_sums(d_gi, t_len * m, g3, g3, d_b_ih);
+  if (d_gi) {
+    column_sums(d_gi, t_len * m, g3, g3, d_b_ih);
+  } else {  // d gi = [dg's r, z columns | dn]
+    column_sums(dg_all, t_len * m, g3, 2 * hd, d_b_ih);
+    column_sums(dn_all, t_len * m, hd, hd, d_b_ih + 2 * hd);
+  }
   std::copy(d_b_ih, d_b_ih + 2 * hd, d_b_hh);
   column_sums(dg_all + 2 * hd, t_len * m, g3, hd, d_b_hh + 2 * hd);
 }
@@ -376,6 +471,31 @@ int GruSeqForwardSave(int nparam, void** params, int* ndims, int64_t** shapes, c
   return 0;
 }
 
+// The same two with the GRU's input computed inside (see Input): inputs z (T*M, I), b_z (I), h0 (M, H),
+// w_ih (3H, I), w_hh, b_ih, b_hh; outputs h (T, M, H) (and saved (T, M, 4H)).
+static int run_forward_x(int nparam, void** params, int64_t** shapes, const char** dtypes, bool save) {
+  if (nparam != (save ? 9 : 8) || !all_float32(nparam, dtypes)) return 1;
+  float** p = reinterpret_cast<float**>(params);
+  const int64_t m = shapes[2][0];
+  if (m <= 0 || shapes[0][0] % m != 0) return 1;
+  const Dims d{shapes[0][0] / m, m, shapes[2][1]};
+  const Input in{p[0], p[1], p[3], shapes[0][1]};
+  forward(d, nullptr, p[2], p[4], p[5], p[6], p[7], save ? p[8] : nullptr, in);
+  return 0;
+}
+
+int GruSeqForwardX(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes, void* stream,
+                   void* extra) {
+  (void)ndims, (void)stream, (void)extra;
+  return run_forward_x(nparam, params, shapes, dtypes, false);
+}
+
+int GruSeqForwardSaveX(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes,
+                       void* stream, void* extra) {
+  (void)ndims, (void)stream, (void)extra;
+  return run_forward_x(nparam, params, shapes, dtypes, true);
+}
+
 // inputs dh (T, M, H), h (T, M, H), saved (T, M, 4H), h0 (M, H), w_hh (3H, H);
 // outputs d_gi (T, M, 3H), d_h0 (M, H), d_w_hh (3H, H), d_b_ih (3H), d_b_hh (3H).
 int GruSeqBackward(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes, void* stream,
@@ -384,6 +504,20 @@ int GruSeqBackward(int nparam, void** params, int* ndims, int64_t** shapes, cons
   if (nparam != 10 || !all_float32(nparam, dtypes)) return 1;
   float** p = reinterpret_cast<float**>(params);
   backward(dims_of(shapes, 3), p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9]);
+  return 0;
+}
+
+// The backward of GruSeqForwardSaveX: inputs dh (T, M, H), h (T, M, H), saved (T, M, 4H), h0 (M, H),
+// w_hh (3H, H), z (T*M, I), b_z (I), w_ih (3H, I); outputs d_z (T*M, I), d_b_z (I), d_h0 (M, H),
+// d_w_ih (3H, I), d_w_hh (3H, H), d_b_ih (3H), d_b_hh (3H).
+int GruSeqBackwardX(int nparam, void** params, int* ndims, int64_t** shapes, const char** dtypes, void* stream,
+                    void* extra) {
+  (void)ndims, (void)stream, (void)extra;
+  if (nparam != 15 || !all_float32(nparam, dtypes)) return 1;
+  float** p = reinterpret_cast<float**>(params);
+  const Input in{p[5], p[6], p[7], shapes[5][1]};
+  backward(dims_of(shapes, 3), p[0], p[1], p[2], p[3], p[4], nullptr, p[10], p[12], p[13], p[14], in, p[8], p[9],
+           p[11]);
   return 0;
 }
 

@@ -52,8 +52,8 @@ def q_step_arrays(
     With ``host`` (and the ``part`` of a train call they feed) the agent inputs, available actions and
     states are written into its reused arrays (:mod:`marl.learners.host_buffers`), valid until the next call
     with that part; else new arrays (the readable form, :func:`~marl.controllers.mac.build_agent_inputs`).
-    ``rows_inputs``: agent inputs as batch-major rows ``(B*T*N, I)`` (``RNNAgent.unroll_rows``: the graph
-    would copy a 4-D input to reshape it), only with ``host``.
+    ``rows_inputs``: agent inputs as time-major rows ``(T*B*N, I)`` (``RNNAgent.unroll_rows``: the layout of
+    the recurrence, written so here rather than transposed in the graph), only with ``host``.
     """
     b, t_all = check_batch(batch, info, t_slots)
     whole = rows is None
@@ -73,16 +73,16 @@ def q_step_arrays(
         b_rows, n = (b if whole else len(rows)), info.n_agents
         width = input_dim(info, agent)
         buf, cut = host.take, (None if whole else rows)
+        if rows_inputs:  # written through a (B, T, N, I) view of the time-major buffer
+            rows_TBNI = buf((part, "inputs"), (t, b_rows, n, width), np.float32)
+            out = rows_TBNI.transpose(1, 0, 2, 3)
+        else:
+            out = buf((part, "inputs"), (b_rows, t, n, width), np.float32)
         inputs = agent_inputs_into(
-            buf((part, "inputs"), (b_rows, t, n, width), np.float32),
-            batch["obs"],
-            batch["actions_onehot"],
-            cut,
-            agent.obs_last_action,
-            agent.obs_agent_id,
+            out, batch["obs"], batch["actions_onehot"], cut, agent.obs_last_action, agent.obs_agent_id
         )
         if rows_inputs:
-            inputs = inputs.reshape(b_rows * t * n, width)  # a view of the contiguous buffer
+            inputs = rows_TBNI.reshape(t * b_rows * n, width)  # a view of the contiguous buffer
         shape = (b_rows, t, n, info.n_actions)
         avail = copy_rows(buf((part, "avail"), shape, np.int32), batch["avail_actions"], cut, t)
         shape = (b_rows, t, info.state_shape)

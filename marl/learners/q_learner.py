@@ -44,7 +44,7 @@ from marl.learners.targets import (
     td_lambda_targets,
 )
 from marl.modules.agents import RNNAgent
-from marl.modules.gru_kernel import GRUSequenceKernel
+from marl.modules.gru_kernel import GRUProjSequenceKernel
 from marl.registry import build, get, names, register
 from marl.utils.ms import (
     Tensor,
@@ -161,7 +161,7 @@ class QLearner(ChunkedBPTT, LengthGroups):
             lc.bptt_chunk,
             info.episode_limit,
             bool(getattr(self.nets.agent, "recurrent", False)),
-            compiled=isinstance(getattr(self.nets.agent, "sequence", None), GRUSequenceKernel),
+            compiled=isinstance(getattr(self.nets.agent, "sequence", None), GRUProjSequenceKernel),
         )
         if self.bptt_chunk and not isinstance(self.nets.agent, RNNAgent):
             raise ValueError(
@@ -183,8 +183,7 @@ class QLearner(ChunkedBPTT, LengthGroups):
         self._soft = self._make_soft_update()
         self.length_plan = LengthPlanner(info.n_agents, lc.pad_to_compiled, lc.use_jit)  # graph lengths
         self._host = HostBuffers()  # the train call's large input arrays, reused from call to call
-        wide = input_dim(info, cfg.agent) > cfg.agent.hidden_dim
-        self._rows_inputs = own_loss and wide and hasattr(self.nets.agent, "unroll_rows")
+        self._rows_inputs = own_loss and hasattr(self.nets.agent, "unroll_rows")  # time-major rows
 
     # ------------------------------------------------------------------------------- the train step
     def _make_step(self):  # noqa: ANN202 (returns a compiled function)
@@ -214,7 +213,7 @@ class QLearner(ChunkedBPTT, LengthGroups):
             pow_vec,
             n_valid=None,
         ):
-            if inputs_BTNI.ndim == 2:  # batch-major rows (B*T*N, I): see QLearner._arrays
+            if inputs_BTNI.ndim == 2:  # time-major rows (T*B*N, I): see QLearner._arrays
                 b, t, n = avail_BTNA.shape[:3]
                 q_BTNA = agent.unroll_rows(inputs_BTNI, b, t, n)
                 target_q_BTNA = ops.stop_gradient(target_agent.unroll_rows(inputs_BTNI, b, t, n, False))
@@ -247,7 +246,7 @@ class QLearner(ChunkedBPTT, LengthGroups):
         part: int | None = None,
     ) -> list[np.ndarray]:
         """:func:`~marl.learners.q_arrays.q_step_arrays` for this learner: with ``part`` into its reused
-        host arrays, agent inputs as rows where its own loss takes them so."""
+        host arrays, agent inputs as time-major rows where its own loss takes them so."""
         host = None if part is None else self._host
         rows_inputs = part is not None and self._rows_inputs
         return q_step_arrays(batch, self.info, self.cfg.agent, self.t_slots, t, rows, host, part, rows_inputs)

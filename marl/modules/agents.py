@@ -18,7 +18,7 @@ BatchMatMul on CPU whose weight gradient was measured ~3x slower.
 from __future__ import annotations
 
 from marl.modules.dense import Dense
-from marl.modules.gru_kernel import gru_cells
+from marl.modules.gru_kernel import gru_proj_cells
 from marl.registry import register
 from marl.utils.ms import ms, nn, ops
 
@@ -47,8 +47,9 @@ class RNNAgent(nn.Cell):
         self.fc2 = Dense(hidden_dim, n_actions)
         self.relu = nn.ReLU()
         self.matmul_t = ops.MatMul(transpose_b=True)
-        # the recurrence over a sequence: compiled kernels where they build, else the MindSpore reference
-        self.sequence, self.forward_only = gru_cells(use_kernels)
+        # the recurrence over a sequence, input projection included: compiled kernels where they build, else
+        # the MindSpore reference (marl.modules.gru_kernel.gru_proj_cells)
+        self.sequence, self.forward_only = gru_proj_cells(use_kernels)
 
     def construct(self, inputs_MI: ms.Tensor, h_MH: ms.Tensor) -> tuple[ms.Tensor, ms.Tensor]:
         x = self.relu(self.fc1(inputs_MI))
@@ -68,7 +69,7 @@ class RNNAgent(nn.Cell):
         hidden state after the last slot (chunked BPTT carries it from one chunk to the next).
 
         ``need_grad=False`` (target networks, no-grad passes) skips saving what the backward pass needs
-        (:mod:`marl.modules.gru_kernel`, or its readable reference ``GRUSequenceReference``)."""
+        (:mod:`marl.modules.gru_kernel`, or its readable reference ``GRUProjSequenceReference``)."""
         b, t, n, _ = inputs_BTNI.shape
         h_TMH = self.hiddens(inputs_BTNI, h0_MH, need_grad)
         # Output layer on all steps at once; transpose the small (T, B, N, A) result, not the hiddens.
@@ -85,42 +86,39 @@ class RNNAgent(nn.Cell):
         return q_BTNA, h_TMH.reshape(t, b, n, self.hidden_dim).transpose(1, 0, 2, 3)
 
     def unroll_rows(self, inputs_RI: ms.Tensor, b: int, t: int, n: int, need_grad: bool = True) -> ms.Tensor:
-        """:meth:`unroll` of inputs given as batch-major rows ``(B*T*N, I)``, for inputs wider than the
-        hidden layer. A graph's reshape of its own 4-D input to rows is a copy on MindSpore's CPU backend
-        (27m_vs_30m: 218 MB, ~20 ms a step), so a learner that holds its inputs as rows hands them over so."""
+        """:meth:`unroll` of inputs given as time-major rows ``(T*B*N, I)``: the recurrence's own layout, so
+        the graph transposes neither the inputs nor fc1's product (forward and backward), and a graph's
+        reshape of its own 4-D input to rows, a copy on MindSpore's CPU backend (27m_vs_30m: 218 MB, ~20 ms a
+        step), is not needed either. The learner writes its host arrays in this layout (``q_step_arrays``)."""
         h0_MH = ops.zeros((b * n, self.hidden_dim), ms.float32)
-        h_TMH = self._recur(self._fc1_rows(inputs_RI, b, t, n), t, h0_MH, need_grad)
+        h_TMH = self._recur(self.matmul_t(inputs_RI, self.fc1.weight), h0_MH, need_grad)
         q = self.fc2(h_TMH.reshape(t * b * n, self.hidden_dim))
         return q.reshape(t, b, n, self.n_actions).transpose(1, 0, 2, 3)
 
     def _fc1_rows(self, inputs_RI: ms.Tensor, b: int, t: int, n: int) -> ms.Tensor:
-        """fc1 + ReLU of batch-major rows, then transposed to time-major rows ``(T*B*N, H)``."""
-        x = self.relu(self.fc1(inputs_RI))
-        return x.reshape(b, t, n, self.hidden_dim).transpose(1, 0, 2, 3).reshape(t * b * n, self.hidden_dim)
+        """fc1's product (no bias) of batch-major rows, transposed to time-major rows ``(T*B*N, H)``."""
+        z = self.matmul_t(inputs_RI, self.fc1.weight)
+        return z.reshape(b, t, n, self.hidden_dim).transpose(1, 0, 2, 3).reshape(t * b * n, self.hidden_dim)
 
     def hiddens(self, inputs_BTNI: ms.Tensor, h0_MH: ms.Tensor, need_grad: bool = True) -> ms.Tensor:
         """The GRU hidden state after every slot, time-major ``(T, M, H)`` (``M = B*N``, batch-major rows)."""
         b, t, n, i = inputs_BTNI.shape
-        # Time-major rows, so each step's slice is contiguous; the input projection of all steps is hoisted
-        # out of the loop (one 2-D matmul); the biases are added inside the sequence cell. The batch-major ->
-        # time-major transpose (a copy, and another in the backward pass) is made on the narrower of the
-        # inputs and fc1's output: row-wise layers commute with it (27m_vs_30m: 348 inputs, 64 outputs).
+        # Time-major rows, so each step's slice is contiguous. fc1's bias and ReLU, the GRU's input projection
+        # and its biases are computed inside the sequence cell, step by step (gru_proj_cells). The batch-major
+        # -> time-major transpose (a copy, and another in the backward pass) is made on the narrower of the
+        # inputs and fc1's product: row-wise layers commute with it (27m_vs_30m: 348 inputs, 64 outputs).
         if i <= self.hidden_dim:
-            x = self.relu(self.fc1(inputs_BTNI.transpose(1, 0, 2, 3).reshape(t * b * n, i)))
+            z = self.matmul_t(inputs_BTNI.transpose(1, 0, 2, 3).reshape(t * b * n, i), self.fc1.weight)
         else:
-            x = self._fc1_rows(inputs_BTNI.reshape(b * t * n, i), b, t, n)
-        return self._recur(x, t, h0_MH, need_grad)
+            z = self._fc1_rows(inputs_BTNI.reshape(b * t * n, i), b, t, n)
+        return self._recur(z, h0_MH, need_grad)
 
-    def _recur(self, x_RH: ms.Tensor, t: int, h0_MH: ms.Tensor, need_grad: bool) -> ms.Tensor:
-        """The GRU over time-major rows ``x_RH`` (``R = T*M``) from ``h0_MH``: hidden states ``(T, M, H)``."""
-        hd, m = self.hidden_dim, h0_MH.shape[0]
-        w_ih, b_ih, w_hh, b_hh = self.rnn.weight_ih, self.rnn.bias_ih, self.rnn.weight_hh, self.rnn.bias_hh
-        gi_TMG = self.matmul_t(x_RH, w_ih).reshape(t, m, 3 * hd)
-        if need_grad:
-            h_TMH = self.sequence(gi_TMG, h0_MH, w_hh, b_ih, b_hh)[0]
-        else:
-            h_TMH = self.forward_only(gi_TMG, h0_MH, w_hh, b_ih, b_hh)
-        return h_TMH
+    def _recur(self, z_RH: ms.Tensor, h0_MH: ms.Tensor, need_grad: bool) -> ms.Tensor:
+        """fc1's bias and ReLU and the GRU over time-major rows ``z_RH`` (``R = T*M``) of fc1's product
+        without its bias, from ``h0_MH``: hidden states ``(T, M, H)``."""
+        rnn = self.rnn
+        args = (z_RH, self.fc1.bias, h0_MH, rnn.weight_ih, rnn.weight_hh, rnn.bias_ih, rnn.bias_hh)
+        return self.sequence(*args)[0] if need_grad else self.forward_only(*args)
 
 
 @register("agent", "mlp")

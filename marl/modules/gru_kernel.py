@@ -12,6 +12,16 @@ Both sequence cells here take ``(gi (T, M, 3H), h0 (M, H), W_hh (3H, H), b_ih (3
   backward, to 1e-5.
 
 :func:`gru_cells` picks the kernels where they build (:mod:`marl.kernels`) and the reference otherwise.
+
+The RNN agent runs the same recurrence with its input layer's bias and ReLU and the GRU's input projection
+inside (:func:`gru_proj_cells`): the cells take ``(z (T*M, I), b_z, h0, W_ih (3H, I), W_hh, b_ih, b_hh)``,
+``z`` the time-major rows of ``fc1``'s product without its bias, and the GRU's input is ``x = relu(z + b_z)``.
+The kernels (:class:`GRUProjSequenceKernel`, :class:`GRUProjForwardKernel`) compute ``x_t`` and ``x_t W_ih^T``
+step by step while the step's rows are in cache, and the backward ``d z_t = relu'(.) (d gi_t W_ih)`` likewise,
+with ``d W_ih = d gi^T x`` and ``d b_z`` after the loop: no ``(T, M, 3H)`` array goes through the graph, and a
+train step has ten kernels fewer (MatMul, BiasAdd, ReLU per net; the backward's MatMuls, ReluGrad and bias
+sum). Their readable reference, :class:`GRUProjSequenceReference`, computes those as MindSpore ops and then
+runs :class:`GRUSequenceReference`; tests hold the two equal.
 """
 
 from __future__ import annotations
@@ -107,3 +117,95 @@ def gru_cells(use_kernels: bool = True) -> tuple[nn.Cell, Callable[..., ms.Tenso
     if lib is None:
         return GRUSequenceReference(), gru_forward_reference
     return GRUSequenceKernel(lib), GRUForwardKernel(lib)
+
+
+# ------------------------------------------------ with the GRU's input layer and projection inside
+def _proj_steps(z, h0):  # noqa: ANN001, ANN202
+    return z[0] // h0[0]  # z holds T*M rows, h0 M
+
+
+def _fwd_x_shapes(z, b_z, h0, w_ih, w_hh, b_ih, b_hh):  # noqa: ANN001, ANN202
+    return [_proj_steps(z, h0), h0[0], h0[1]]  # h (T, M, H)
+
+
+def _fwd_x_save_shapes(z, b_z, h0, w_ih, w_hh, b_ih, b_hh):  # noqa: ANN001, ANN202
+    t = _proj_steps(z, h0)
+    return [t, h0[0], h0[1]], [t, h0[0], 4 * h0[1]]  # h, saved
+
+
+def _bwd_x_shapes(dh, h, saved, h0, w_hh, z, b_z, w_ih):  # noqa: ANN001, ANN202
+    g3 = [3 * dh[2]]
+    return z, b_z, h0, w_ih, w_hh, g3, g3  # d z, d b_z, d h0, d W_ih, d W_hh, d b_ih, d b_hh
+
+
+class GRUProjSequenceKernel(nn.Cell):
+    """``(z_RI, b_z, h0_MH, W_ih, W_hh, b_ih, b_hh)`` -> ``(h_TMH, saved)``: the GRU over the inputs
+    ``x = relu(z + b_z)``, ``z_RI`` the time-major rows ``(T*M, I)`` of the layer before it without its bias.
+    Only ``h_TMH`` may be used by the caller."""
+
+    def __init__(self, lib: str) -> None:
+        super().__init__()
+        self.fwd = _custom(lib, "GruSeqForwardSaveX", _fwd_x_save_shapes, lambda *dt: (dt[0], dt[0]))
+        self.bwd = _custom(lib, "GruSeqBackwardX", _bwd_x_shapes, lambda *dt: (dt[0],) * 7)
+
+    def construct(self, z_RI, b_z, h0_MH, w_ih, w_hh, b_ih, b_hh):  # noqa: ANN001, ANN201, D102
+        return self.fwd(z_RI, b_z, h0_MH, w_ih, w_hh, b_ih, b_hh)
+
+    def bprop(self, z_RI, b_z, h0_MH, w_ih, w_hh, b_ih, b_hh, out, dout):  # noqa: ANN001, ANN201, D102
+        return self.bwd(dout[0], out[0], out[1], h0_MH, w_hh, z_RI, b_z, w_ih)
+
+
+class GRUProjForwardKernel(nn.Cell):
+    """Hidden states ``(T, M, H)`` of :class:`GRUProjSequenceKernel`'s inputs (passes without a gradient)."""
+
+    def __init__(self, lib: str) -> None:
+        super().__init__()
+        self.fwd = _custom(lib, "GruSeqForwardX", _fwd_x_shapes, lambda *dt: dt[0])
+
+    def construct(self, z_RI, b_z, h0_MH, w_ih, w_hh, b_ih, b_hh):  # noqa: ANN001, ANN201, D102
+        return self.fwd(z_RI, b_z, h0_MH, w_ih, w_hh, b_ih, b_hh)
+
+
+_matmul_t = ops.MatMul(transpose_b=True)
+
+
+def _projected(z_RI: ms.Tensor, b_z: ms.Tensor, h0_MH: ms.Tensor, w_ih: ms.Tensor) -> ms.Tensor:
+    """``gi (T, M, 3H) = relu(z + b_z) W_ih^T`` of all steps, as MindSpore ops."""
+    m = h0_MH.shape[0]
+    x_RI = ops.relu(ops.bias_add(z_RI, b_z))
+    return _matmul_t(x_RI, w_ih).reshape(z_RI.shape[0] // m, m, w_ih.shape[0])
+
+
+class GRUProjSequenceReference(nn.Cell):
+    """The readable reference of :class:`GRUProjSequenceKernel`: the input layer's bias and ReLU and the
+    projection as MindSpore ops, then :class:`GRUSequenceReference` (same inputs; returns ``h_TMH`` first)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sequence = GRUSequenceReference()
+
+    def construct(self, z_RI, b_z, h0_MH, w_ih, w_hh, b_ih, b_hh):  # noqa: ANN001, ANN201, D102
+        return self.sequence(_projected(z_RI, b_z, h0_MH, w_ih), h0_MH, w_hh, b_ih, b_hh)
+
+
+def gru_proj_forward_reference(
+    z_RI: ms.Tensor,
+    b_z: ms.Tensor,
+    h0_MH: ms.Tensor,
+    w_ih: ms.Tensor,
+    w_hh: ms.Tensor,
+    b_ih: ms.Tensor,
+    b_hh: ms.Tensor,
+) -> ms.Tensor:
+    """Hidden states ``(T, M, H)`` by the reference, for passes that need no gradient."""
+    return gru_forward_reference(_projected(z_RI, b_z, h0_MH, w_ih), h0_MH, w_hh, b_ih, b_hh)
+
+
+def gru_proj_cells(use_kernels: bool = True) -> tuple[nn.Cell, Callable[..., ms.Tensor]]:
+    """``(sequence, forward_only)`` taking ``(z_RI, b_z, h0_MH, W_ih, W_hh, b_ih, b_hh)``: the compiled
+    kernels where available, else the MindSpore reference (:class:`GRUProjSequenceReference`,
+    :func:`gru_proj_forward_reference`). ``sequence(...)[0]`` and ``forward_only(...)`` are ``(T, M, H)``."""
+    lib = library("gru_seq") if use_kernels else None
+    if lib is None:
+        return GRUProjSequenceReference(), gru_proj_forward_reference
+    return GRUProjSequenceKernel(lib), GRUProjForwardKernel(lib)

@@ -69,10 +69,12 @@ def _goal(e, a, S):
 
 
 @engine_jit_inline
-def _slide(e, w, px, py, nx, ny, over, S, rng):
+def _slide(e, w, px, py, nx, ny, over, S, rng, props, utype, chase):
     """The sideways step (dx, dy) of walker ``w`` at (px, py), pushed out along (nx, ny) by ``over`` from a
     unit it may not push: ``SLIDE`` x ``over`` along the contact, to the side of its goal (a random side
-    when the goal lies straight behind the other), and none when it is not heading into the other."""
+    when the goal lies straight behind the other), and none when it is not heading into the other.
+    ``chase`` > 0 (the candidate rule ``chase<k>`` of ``variants``, research only): a walker heading for a
+    unit (its target) slides ``chase`` x ``over`` instead, at most its walk of one loop."""
     gx, gy = _goal(e, w, S)
     if math.isnan(gx):
         return 0.0, 0.0
@@ -83,19 +85,29 @@ def _slide(e, w, px, py, nx, ny, over, S, rng):
     side = -gx * ny + gy * nx  # the goal's component along the tangent (-ny, nx)
     if side == 0.0:
         side = rand_uniform(rng, e) - 0.5
-    step = SLIDE * over if side > 0.0 else -SLIDE * over
+    size = SLIDE * over
+    if chase > 0.0 and _chasing(e, w, S):
+        size = min(chase * over, props[utype[w], SPEED])
+    step = size if side > 0.0 else -size
     return -ny * step, nx * step
 
 
 @engine_jit_inline
-def _give_way(e, k, nx, ny, over, mine, theirs, props, utype, grid, S, rng, buf, idx):
+def _chasing(e, w, S):
+    """Whether unit ``w`` walks toward a unit (an attack, a heal, or an attack-move's target)."""
+    k = int(S[e, w, S_OK])
+    return (k == ATTACK or k == AMOVE or k == HEAL) and int(S[e, w, S_TGT]) >= 0
+
+
+@engine_jit_inline
+def _give_way(e, k, nx, ny, over, mine, theirs, props, utype, grid, S, rng, buf, idx, chase):
     """Move the unit in scratch slot ``k`` (class ``mine``) out of a contact with a unit of class
     ``theirs``: all of ``over`` along (nx, ny), half to its like, plus a slide round a firing unit or a
     structure."""
     share = 0.5 if mine == theirs else 1.0
     sx, sy = 0.0, 0.0
     if theirs >= FIRING and mine < theirs:
-        sx, sy = _slide(e, idx[k], buf[k, 0], buf[k, 1], nx, ny, over, S, rng)
+        sx, sy = _slide(e, idx[k], buf[k, 0], buf[k, 1], nx, ny, over, S, rng, props, utype, chase)
     a = idx[k]
     try_move(
         e, a, buf[k, 0] + nx * over * share + sx, buf[k, 1] + ny * over * share + sy, S, props, utype, grid
@@ -116,18 +128,19 @@ def _push(e, props, utype, grid, S, rng, buf, idx):
     on average (stuck the whole step in 21 %). ``buf`` (U, 4) and ``idx`` (U,) are scratch: the living
     ground units are gathered first so the O(n^2) pair scan runs over small contiguous arrays.
     """
-    _push_pass(e, _gather(e, props, utype, S, buf, idx), props, utype, grid, S, rng, buf, idx, False)
+    _push_pass(e, _gather(e, props, utype, S, buf, idx), props, utype, grid, S, rng, buf, idx, False, 0.0)
 
 
 @engine_jit
-def push_passes(e, passes, props, utype, grid, S, rng, buf, idx, unpin):
+def push_passes(e, passes, props, utype, grid, S, rng, buf, idx, unpin, chase):
     """:func:`_push` repeated up to ``passes`` times while some pair still overlaps by more than
     :data:`PUSH_TOL` of its contact distance: the candidate rule ``push<k>`` of ``variants`` (research only;
     the engine's rule is one pass, which lets a crowd of dozens walk inside the contact distance).
-    ``unpin``: the candidate rule ``unpin`` (see :func:`_push_pass`)."""
+    ``unpin``: the candidate rule ``unpin`` (see :func:`_push_pass`); ``chase``: ``chase<k>``'s slide factor
+    (see :func:`_slide`; 0: the engine's)."""
     n = _gather(e, props, utype, S, buf, idx)
     for _ in range(passes):
-        if _push_pass(e, n, props, utype, grid, S, rng, buf, idx, unpin) <= PUSH_TOL:
+        if _push_pass(e, n, props, utype, grid, S, rng, buf, idx, unpin, chase) <= PUSH_TOL:
             break
 
 
@@ -149,7 +162,7 @@ def _gather(e, props, utype, S, buf, idx):
 
 
 @engine_jit
-def _push_pass(e, n, props, utype, grid, S, rng, buf, idx, unpin):
+def _push_pass(e, n, props, utype, grid, S, rng, buf, idx, unpin, chase):
     """One pass over the pairs of the ``n`` gathered units; returns the largest overlap met, as a fraction
     of its pair's contact distance (0 when none touched).
 
@@ -185,7 +198,7 @@ def _push_pass(e, n, props, utype, grid, S, rng, buf, idx, unpin):
             worst = max(worst, (rr - d) / rr)
             ux, uy = dx / d, dy / d  # from p to q
             if cp <= cq:
-                _give_way(e, p, -ux, -uy, rr - d, cp, cq, props, utype, grid, S, rng, buf, idx)
+                _give_way(e, p, -ux, -uy, rr - d, cp, cq, props, utype, grid, S, rng, buf, idx, chase)
             if cq <= cp:
-                _give_way(e, q, ux, uy, rr - d, cq, cp, props, utype, grid, S, rng, buf, idx)
+                _give_way(e, q, ux, uy, rr - d, cq, cp, props, utype, grid, S, rng, buf, idx, chase)
     return worst
