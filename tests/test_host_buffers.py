@@ -48,8 +48,8 @@ def test_buffers_are_reused_contiguous_and_grow() -> None:
 def test_reused_arrays_give_the_losses_of_fresh_ones(length_groups: int, use_jit: bool) -> None:
     """Batches of decreasing and increasing length through one learner (the buffers shrink and grow, the
     groups change shape) give the losses and the update that the same learner computes from fresh arrays,
-    step by step: each step is taken into the reused arrays, then again from the state before it with
-    fresh arrays (one learner, so its graphs compile once: two learners took 29 s compiled, 2026-11-28)."""
+    step by step: each step is taken into the reused arrays (time-major rows), then again from the state
+    before it with fresh arrays (4-D inputs, the readable form), each path through its own graphs."""
     batches = [
         make_batch(50, b=16, lengths=LENGTHS, info=INFO),
         make_batch(51, b=16, lengths=[4] * 16, info=INFO),
