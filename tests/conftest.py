@@ -19,6 +19,7 @@ from __future__ import annotations
 import random
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -96,6 +97,35 @@ test_q_learner_long.py::test_one_chunk_training_matches_whole_episode_training
 test_qplex.py::test_qplex_q_learner_trains[*
 """
 TEST_TIERS: dict[str, str] = {pattern: "integration" for pattern in _SLOW_IN_UNIT_FILES.split()}
+
+
+# A test that takes longer than LONG_S alone says why: it is in a tier of long tests or marked slow. Timing
+# depends on the machine's load, so a run lists the others at its end (a warning, not a failure).
+LONG_S = 30.0
+LONG_MARKERS = ("learning", "benchmarks", "external", "slow")
+_unexplained: list[tuple[str, float]] = []
+
+
+def unexplained_long(duration: float, keywords: Mapping[str, object]) -> bool:
+    """A call of ``duration`` seconds over :data:`LONG_S` by a test with none of :data:`LONG_MARKERS`."""
+    return duration > LONG_S and not any(m in keywords for m in LONG_MARKERS)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Note each call over :data:`LONG_S` that no marker explains (under pytest-xdist: in the controller,
+    from the workers' reports, which carry the tests' markers as keywords)."""
+    if report.when == "call" and unexplained_long(report.duration, report.keywords):
+        _unexplained.append((report.nodeid, report.duration))
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # noqa: ANN001
+    """List the calls :func:`pytest_runtest_logreport` noted, slowest first."""
+    if _unexplained:
+        terminalreporter.section(f"tests over {LONG_S:g} s without a marker saying why (docs/testing.md)")
+        for nodeid, seconds in sorted(_unexplained, key=lambda x: -x[1]):
+            terminalreporter.write_line(
+                f"{seconds:.1f}s {nodeid}: mark it slow or move it to a tier of long tests"
+            )
 
 
 def _matches(name: str, pattern: str) -> bool:

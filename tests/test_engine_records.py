@@ -83,7 +83,7 @@ def test_report_json_marl_eval_and_tables_name_the_engine(tmp_path, capsys) -> N
     for seed in range(3):
         run_on(tmp_path, "qmix", seed, SIM, final=0.2 * seed)
         run_on(tmp_path, "vdn", seed, SIM, final=0.3 * seed)
-    assert report_main([str(tmp_path), "--no-absolute", "--reps", "200"]) == 0
+    assert report_main([str(tmp_path), "--no-absolute", "--reps", "100"]) == 0
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["engines"] == {"fake": ["sim 0.9.0"]}
     assert {r["engine"] for r in report["runs"]} == {"sim 0.9.0"}
@@ -103,7 +103,7 @@ def test_the_report_refuses_to_pool_engines_and_names_what_differs(tmp_path, cap
     run_on(tmp_path, "qmix", 2, SIM_NEXT)
     run_on(tmp_path, "qmix", 3)  # before engine versions
     with pytest.raises(SystemExit) as exc:
-        report_main([str(tmp_path), "--no-absolute", "--reps", "200"])
+        report_main([str(tmp_path), "--no-absolute", "--reps", "100"])
     err = capsys.readouterr().err
     assert exc.value.code == 2
     assert "refusing to pool runs of different engines" in err
@@ -111,7 +111,7 @@ def test_the_report_refuses_to_pool_engines_and_names_what_differs(tmp_path, cap
     assert "1 run(s) on sim 0.9.1 (qmix_m1_seed2)" in err and "1 run(s) on unknown (qmix_m1_seed3)" in err
     assert '"unknown" runs were recorded before engine versions' in err and "--allow-mixed-engines" in err
     assert not (tmp_path / "report.json").exists()  # nothing written
-    assert report_main([str(tmp_path), "--no-absolute", "--reps", "200", "--allow-mixed-engines"]) == 0
+    assert report_main([str(tmp_path), "--no-absolute", "--reps", "100", "--allow-mixed-engines"]) == 0
     md = (tmp_path / "report.md").read_text()
     header = next(line for line in md.splitlines() if line.startswith("| env | map |"))
     assert header.endswith("| code | engine |")
@@ -125,14 +125,14 @@ def test_the_game_and_the_embedded_engine_are_not_pooled(tmp_path, capsys) -> No
     run_on(tmp_path, "qmix", 0, SIM)
     run_on(tmp_path, "qmix", 1, GAME)
     with pytest.raises(SystemExit):
-        report_main([str(tmp_path), "--no-absolute", "--reps", "200"])
+        report_main([str(tmp_path), "--no-absolute", "--reps", "100"])
     assert "1 run(s) on sc2 4.10.0 (Base75689), smac layer 0.9.0 (qmix_m1_seed1)" in capsys.readouterr().err
 
 
 def test_a_run_resumed_on_another_engine_is_refused_alone(tmp_path, capsys) -> None:
     run_on(tmp_path, "qmix", 0, SIM, SIM_NEXT)
     with pytest.raises(SystemExit):
-        report_main([str(tmp_path), "--no-absolute", "--reps", "200"])
+        report_main([str(tmp_path), "--no-absolute", "--reps", "100"])
     err = capsys.readouterr().err
     assert "1 run(s) on sim 0.9.0 -> sim 0.9.1 (qmix_m1_seed0)" in err
     assert "a run resumed on another engine" in err
@@ -143,5 +143,5 @@ def test_runs_without_any_engine_still_pool(tmp_path) -> None:
     for seed in range(2):
         run_on(tmp_path, "qmix", seed)
     assert not any((tmp_path / f"qmix_m1_seed{s}" / PROVENANCE_FILE).exists() for s in range(2))
-    assert report_main([str(tmp_path), "--no-absolute", "--reps", "200"]) == 0
+    assert report_main([str(tmp_path), "--no-absolute", "--reps", "100"]) == 0
     assert list(json.loads((tmp_path / "marl_eval.json").read_text())) == ["fake"]

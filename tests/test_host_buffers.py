@@ -47,22 +47,39 @@ def test_buffers_are_reused_contiguous_and_grow() -> None:
 @pytest.mark.parametrize(("length_groups", "use_jit"), [(1, False), (2, False), (2, True)])
 def test_reused_arrays_give_the_losses_of_fresh_ones(length_groups: int, use_jit: bool) -> None:
     """Batches of decreasing and increasing length through one learner (the buffers shrink and grow, the
-    groups change shape) give the losses a learner computes from fresh arrays, step by step."""
+    groups change shape) give the losses and the update that the same learner computes from fresh arrays,
+    step by step: each step is taken into the reused arrays (time-major rows), then again from the state
+    before it with fresh arrays (4-D inputs, the readable form), each path through its own graphs."""
     batches = [
         make_batch(50, b=16, lengths=LENGTHS, info=INFO),
         make_batch(51, b=16, lengths=[4] * 16, info=INFO),
         make_batch(52, b=16, lengths=LENGTHS[::-1], info=INFO),
     ]
     c = cfg(time_bucket=4, length_groups=length_groups, use_jit=use_jit, optimizer="adam")
-    reused, fresh = QLearner(INFO, c), QLearner(INFO, c)
-    fresh.load_state_dict(reused.state_dict())
-    fresh_cut = fresh._cut
-    fresh._cut = lambda batch, t, rows=None, part=None: fresh_cut(batch, t, rows)  # always new arrays
+    learner = QLearner(INFO, c)
+    own_cut = learner._cut
+
+    def fresh_cut(batch, t, rows=None, part=None):  # noqa: ANN001, ANN202
+        return own_cut(batch, t, rows)  # without part: new arrays, not the reused ones
+
+    def nets(sd: dict) -> dict:
+        return {k: v for k, v in sd.items() if not k.startswith("length_plan/")}
+
     for i, b in enumerate(batches + batches[:1]):
-        a, f = reused.train(b, 0, i), fresh.train(b, 0, i)
+        before = learner.state_dict()
+        a = learner.train(b, 0, i)
+        after, used = nets(learner.state_dict()), learner._host.nbytes()
+        learner.load_state_dict(before)
+        learner._cut = fresh_cut
+        try:
+            f = learner.train(b, 0, i)
+        finally:
+            del learner._cut  # the reused arrays again, as the step before left them
         for k in a:
             assert a[k] == f[k], (i, k)
-    assert reused._host.nbytes() > 0 and fresh._host.nbytes() == 0
+        for k, v in nets(learner.state_dict()).items():
+            np.testing.assert_array_equal(v, after[k], err_msg=f"{i} {k}")
+        assert learner._host.nbytes() == used > 0  # the fresh step took none of the reused arrays
 
 
 @pytest.mark.parametrize(("agent", "length_groups", "use_jit"), [("rnn", 2, False), ("dueling_rnn", 1, True)])

@@ -75,7 +75,7 @@ def test_tables_from_run_records_are_those_from_the_run_folders(tmp_path):
             (run / "result.json").write_text(json.dumps({"started": 0.0, "finished": 60.0 * (seed + 1)}))
     fake_run(sweep, "qmix", "5m_vs_6m", 0, [(100_000, 0.9)], env="sc2")  # still running: left out of both
     recs = tmp_path / "runs" / "suite"
-    argv = [str(sweep), "--no-absolute", "--reps", "200", "--out", str(tmp_path / "out")]
+    argv = [str(sweep), "--no-absolute", "--reps", "100", "--out", str(tmp_path / "out")]
     assert report_main([*argv, "--save-records", str(recs)]) == 0
     assert len(list(recs.glob("*.json"))) == 7
     assert mo.table([recs], 300_000) == mo.table([sweep], 300_000)

@@ -61,7 +61,8 @@ def _instrument(trainer: Trainer, wait_s: float) -> list[bool]:
     """Each train call records whether an acting batch was in flight; each acting batch asserts that no new
     weights reached the controller between its first step and its last. An acting batch of a round that
     trains (the buffer can be sampled) waits up to ``wait_s`` for the update to start, so that a tiny
-    batch cannot finish before the update begins."""
+    batch cannot finish before the update begins; an update waits as long for an acting batch (the first
+    one 0.5 s at most: it waited out the whole ``wait_s``, 5 s, in every run)."""
     acting, training, seen, loads = threading.Event(), threading.Event(), [], [0]
     run, train, load = trainer.runner.run, trainer.learner.train, trainer.controller.load_weights
     n = trainer.cfg.learner.batch_size
@@ -79,8 +80,8 @@ def _instrument(trainer: Trainer, wait_s: float) -> list[bool]:
 
     def watched_train(*args, **kwargs):
         training.set()
-        try:
-            seen.append(acting.wait(timeout=wait_s))
+        try:  # the first update has no acting beside it (its round filled the buffer): a short look only
+            seen.append(acting.wait(timeout=wait_s if seen else min(wait_s, 0.5)))
             return train(*args, **kwargs)
         finally:
             training.clear()

@@ -40,12 +40,12 @@ def test_a_record_reads_back_as_its_run_folder_and_the_report_is_the_same(tmp_pa
     (sweep / "qmix_m1_seed1" / "result.json").write_text(json.dumps({"started": 100.0, "finished": 700.0}))
     recs = tmp_path / "runs" / "tiny"
     out = tmp_path / "out"
-    assert report_main([str(sweep), "--no-absolute", "--reps", "200", "--out", str(out / "a")]) == 0
+    assert report_main([str(sweep), "--no-absolute", "--reps", "100", "--out", str(out / "a")]) == 0
     argv = [
         str(sweep),
         "--no-absolute",
         "--reps",
-        "200",
+        "100",
         "--out",
         str(out / "b"),
         "--save-records",
@@ -80,10 +80,10 @@ def test_a_record_reads_back_as_its_run_folder_and_the_report_is_the_same(tmp_pa
     _same_runs(from_dirs, from_recs)
     assert not notes and load_run(recs / "qmix_m1_seed1.json", "test_win_rate", 0.95).started == 100.0
     for metric, target in (("test_win_rate", 0.95), ("test_return_mean", 5.0)):
-        a = analyse(load_runs([sweep], metric, target)[0], metric, target, reps=200)
-        b = analyse(load_runs([recs], metric, target)[0], metric, target, reps=200)
+        a = analyse(load_runs([sweep], metric, target)[0], metric, target, reps=100)
+        b = analyse(load_runs([recs], metric, target)[0], metric, target, reps=100)
         assert a == b and markdown_tables(a) == markdown_tables(b)
-    assert report_main([str(recs), "--no-absolute", "--reps", "200", "--out", str(out / "c")]) == 0
+    assert report_main([str(recs), "--no-absolute", "--reps", "100", "--out", str(out / "c")]) == 0
     for name in ("report.md", "marl_eval.json"):
         text = [(out / d / name).read_text() for d in "ac"]
         if name == "report.md":  # the time it was written may differ
@@ -110,13 +110,13 @@ def test_a_different_record_is_not_overwritten_without_force(tmp_path, capsys):
     assert str(path) in str(err.value) and "they differ in: curves" in str(err.value)
     assert "--force" in str(err.value) and path.read_text() == before
     with pytest.raises(SystemExit) as exc:
-        report_main([str(other), "--no-absolute", "--reps", "200", "--save-records", str(recs)])
+        report_main([str(other), "--no-absolute", "--reps", "100", "--save-records", str(recs)])
     assert exc.value.code == 2 and "already holds a different record" in capsys.readouterr().err
     # two runs of one alg/map/seed in one call: nothing written
     with pytest.raises(RecordError, match="would both be written to"):
         save_records(load_runs([tmp_path / "a", tmp_path / "b"], "test_win_rate", 0.95)[0], tmp_path / "new")
     assert not list((tmp_path / "new").iterdir())
-    argv = [str(other), "--no-absolute", "--reps", "200", "--save-records", str(recs), "--force"]
+    argv = [str(other), "--no-absolute", "--reps", "100", "--save-records", str(recs), "--force"]
     assert report_main([*argv, "--out", str(tmp_path / "out")]) == 0
     assert read_record(path)["curves"]["test_win_rate"][-1] == [400, 0.9]
 
@@ -149,14 +149,14 @@ def test_bad_records_and_a_records_file_are_refused_with_what_is_allowed(tmp_pat
     # in a folder scan, a file named like a record is read as one: a corrupt one stops the report
     (recs / "qmix_m1_seed1.json").write_text("{")
     with pytest.raises(SystemExit) as exc:
-        report_main([str(recs), "--no-absolute", "--reps", "200", "--out", str(tmp_path / "out")])
+        report_main([str(recs), "--no-absolute", "--reps", "100", "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "qmix_m1_seed1.json: the run record does not parse as JSON" in err
     (recs / "qmix_m1_seed1.json").unlink()
     with pytest.raises(RecordError, match="is a file; records go into a folder"):
         write_record(data, good)
     with pytest.raises(SystemExit) as exc:
-        report_main([str(recs), "--no-absolute", "--reps", "200", "--save-records", str(good)])
+        report_main([str(recs), "--no-absolute", "--reps", "100", "--save-records", str(good)])
     assert exc.value.code == 2 and "is a file; records go into a folder" in capsys.readouterr().err
     with pytest.raises(RecordError, match="is a file but not a run record"):
         load_runs([tmp_path / "qmix_m1_seed0" / "config.yaml"], "test_win_rate", 0.95)

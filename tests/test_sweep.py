@@ -50,6 +50,27 @@ def _fresh_ray():
     return ray
 
 
+@pytest.fixture(scope="module")
+def _module_ray():
+    """Stops the Ray that :func:`shared_ray` started, after this file's last test (or before a test of
+    another file, test_ray_runner's, starts its own)."""
+    ray = pytest.importorskip("ray")
+    yield ray
+    if ray.is_initialized():
+        ray.shutdown()
+
+
+@pytest.fixture
+def shared_ray(_module_ray):
+    """A local 2-CPU Ray in this process, started once for the tests that do not test the sweep's own start
+    and stop of Ray (each start and stop took 6-7 s at load 6 on 2 cores, 2026-11-29; a sweep joins a Ray
+    already running and leaves it running, which these tests then check)."""
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    if not _module_ray.is_initialized():
+        _module_ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    return _module_ray
+
+
 def _write_log(run_dir, points, key="test_win_rate"):
     run_dir.mkdir(parents=True)
     with open(run_dir / "log.jsonl", "w") as fh:
@@ -162,14 +183,14 @@ def test_bad_override_fails_before_any_run(tmp_path):
 
 
 @pytest.mark.slow
-def test_sweep_resumes_after_an_interruption(tmp_path):
+def test_sweep_resumes_after_an_interruption(tmp_path, shared_ray):
     """A sweep folder left by an interrupted sweep: a finished run is kept as it is, a run cut off after a
     checkpoint resumes from it, a run that never checkpointed starts again (its folder moved aside); then
-    ``--resume`` alone re-runs nothing."""
+    ``--resume`` alone re-runs nothing. The three sweeps join the Ray already running and leave it so."""
     from marl.config import load_config
     from marl.trainer import Trainer
 
-    ray = _fresh_ray()
+    ray = shared_ray
     out = tmp_path / "sweep"
     common = [
         "--env",
@@ -202,7 +223,7 @@ def test_sweep_resumes_after_an_interruption(tmp_path):
     (out / "qmix_m3_seed0" / "log.jsonl").write_text("")
 
     _, results = sweep_main(["--maps", "m1", "m2", "m3", *common])
-    assert not ray.is_initialized()
+    assert ray.is_initialized()  # the sweep did not start this Ray, so it did not stop it
     assert [(r.map_name, r.error) for r in results] == [("m1", ""), ("m2", ""), ("m3", "")]
     assert (out / "qmix_m1_seed0" / "log.jsonl").read_bytes() == m1_log  # not run again
     m2 = out / "qmix_m2_seed0"
@@ -284,7 +305,7 @@ def _training(run_dir: Path) -> bool:
 
 
 @pytest.mark.slow
-def test_a_signal_stops_every_run_with_a_checkpoint_and_resume_finishes(tmp_path):
+def test_a_signal_stops_every_run_with_a_checkpoint_and_resume_finishes(tmp_path, shared_ray):
     """SIGTERM to the sweep's driver (as a scheduler or ``kill`` sends it, to that process only): each running
     run saves a checkpoint where it stopped and is not marked finished; the driver exits 143; ``--resume``
     continues both runs from those checkpoints to ``t_max``."""
@@ -325,7 +346,6 @@ def test_a_signal_stops_every_run_with_a_checkpoint_and_resume_finishes(tmp_path
             json.loads(line)["t"] for line in (r / "log.jsonl").read_text().splitlines() if '"t"' in line
         ]
         assert 0 < t_saved < t_max and t_saved == max(logged)  # saved where it stopped: nothing to redo
-    _fresh_ray()
     _, results = sweep_main(["--resume", str(out), *LOCAL_RAY, "--no-absolute", "--reps", "50"])
     assert [r.error for r in results] == ["", ""]
     for r in runs:
@@ -344,22 +364,19 @@ def test_run_memory_entries_are_parsed_or_refused_with_what_is_allowed():
         assert "write GIB or MAP=GIB" in str(err.value)
 
 
-def test_memory_reservations_keep_two_runs_apart_and_too_large_ones_are_refused(tmp_path):
+def test_memory_reservations_keep_two_runs_apart_and_too_large_ones_are_refused(tmp_path, shared_ray):
     """Two CPUs, but each run reserves 60 % of the memory Ray offers: the runs go one after the other.
     A reservation larger than any node offers stops the sweep before any run starts."""
-    ray = _fresh_ray()
+    ray = shared_ray
     base = ["--env", "fake", "--maps", "m1", "m2", "--seeds", "1", "--no-absolute", "--reps", "50", *TINY]
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
-    try:
-        offered = ray.cluster_resources()["memory"] / 2**30
-        with pytest.raises(SystemExit, match="more than any Ray node offers") as err:
-            sweep_main([*base, "--out", str(tmp_path / "big"), "--run-memory", f"m2={2 * offered:.1f}"])
-        assert "m2:" in str(err.value) and not list((tmp_path / "big").glob("qmix_*"))
-        out = tmp_path / "apart"
-        # before the key=value overrides: one comma-separated value, none of them taken for a reservation
-        _, results = sweep_main(["--run-memory", f"{0.6 * offered:.2f}", *base, "--out", str(out)])
-    finally:
-        ray.shutdown()
+    offered = ray.cluster_resources()["memory"] / 2**30
+    with pytest.raises(SystemExit, match="more than any Ray node offers") as err:
+        sweep_main([*base, "--out", str(tmp_path / "big"), "--run-memory", f"m2={2 * offered:.1f}"])
+    assert "m2:" in str(err.value) and not list((tmp_path / "big").glob("qmix_*"))
+    out = tmp_path / "apart"
+    # before the key=value overrides: one comma-separated value, none of them taken for a reservation
+    _, results = sweep_main(["--run-memory", f"{0.6 * offered:.2f}", *base, "--out", str(out)])
+    assert ray.is_initialized()
     assert all(not r.error for r in results) and len(results) == 2
     a, b = sorted(results, key=lambda r: r.started)
     assert b.started >= a.finished  # never side by side, though a CPU was free

@@ -63,3 +63,10 @@ def test_the_file_groups_name_test_files_and_mark_their_tests(request: pytest.Fi
         for item in request.session.items:
             if item.path.name.startswith(prefix):
                 assert item.get_closest_marker("xdist_group").args == (group,), item.nodeid
+
+
+def test_a_long_call_is_listed_unless_a_marker_says_why() -> None:
+    assert conftest.unexplained_long(conftest.LONG_S + 1, {"integration": 1, "test_x": 1})
+    assert not conftest.unexplained_long(conftest.LONG_S - 1, {"integration": 1})
+    for marker in ("slow", "learning", "benchmarks"):
+        assert not conftest.unexplained_long(conftest.LONG_S + 1, {"integration": 1, marker: 1})
