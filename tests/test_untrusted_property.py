@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from marl.checkpoint import CheckpointError, load_latest, periodic
@@ -111,6 +111,8 @@ def _last_two(source: Path, run: Path) -> tuple[Path, Path]:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(corruption=corruptions(), resign=st.booleans(), old_format=st.booleans())
+# found by CI: a carriage return before the manifest's JSON (valid JSON whitespace)
+@example(corruption=("manifest.json", "insert", 0.0, 13, None, 0), resign=False, old_format=False)
 def test_loading_uses_the_newest_intact_checkpoint_or_says_why(
     trained: Path,
     corruption: tuple,
@@ -137,7 +139,9 @@ def test_loading_uses_the_newest_intact_checkpoint_or_says_why(
         if used == older:
             assert len(said) == 1 and str(newest) in said[0]  # the rejected folder is named, with why
         elif not resign and not old_format:  # verified by its manifest: only an unchanged folder is used
-            assert _bytes(newest) == original
+            now = _bytes(newest)  # (the manifest itself may differ by JSON whitespace: it says the same)
+            assert json.loads(now.pop("manifest.json")) == json.loads(original.pop("manifest.json"))
+            assert now == original
 
 
 tagged = st.tuples(st.sampled_from(TAGS), json_values).map(lambda kv: {kv[0]: kv[1]})
