@@ -7,6 +7,9 @@ raised inside its initialisation could abort the interpreter. Where a half-done 
 run folder being created or resumed), :func:`raise_on_interrupt` turns the signal into a
 ``KeyboardInterrupt`` that the step's cleanup sees; the command line reports it in one line.
 
+The handlers act in the process that installed them only: a process forked from it (a multiprocessing
+pool's worker, which its pool ends with SIGTERM) gets the signal's default action, silently.
+
 No heavy imports here: this module must load in milliseconds.
 """
 
@@ -20,9 +23,22 @@ from collections.abc import Iterator
 from types import FrameType
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
+_owner = 0  # the pid that installed the handlers
+
+
+def default_if_forked(owner: int, signum: int) -> bool:
+    """In a process other than ``owner`` (one forked after a handler was installed, e.g. a multiprocessing
+    pool's worker, which its pool ends with SIGTERM): take the signal's default action; True if so."""
+    if os.getpid() == owner:
+        return False
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    return True
 
 
 def _exit_now(signum: int, frame: FrameType | None) -> None:
+    if default_if_forked(_owner, signum):
+        return
     name = signal.Signals(signum).name
     try:
         os.write(2, f"\n[marl] {name} received: stopped (nothing half-written is left)\n".encode())
@@ -31,12 +47,16 @@ def _exit_now(signum: int, frame: FrameType | None) -> None:
 
 
 def _raise(signum: int, frame: FrameType | None) -> None:
+    if default_if_forked(_owner, signum):
+        return
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def exit_on_interrupt() -> None:
     """Make SIGINT and SIGTERM print one line and exit 128 + signal number (main thread only)."""
+    global _owner
     if threading.current_thread() is threading.main_thread():
+        _owner = os.getpid()
         for sig in HANDLED:
             signal.signal(sig, _exit_now)
 

@@ -16,12 +16,15 @@ is abandoned, and because writes are atomic the previous checkpoint stays intact
 from __future__ import annotations
 
 import math
+import os
 import signal
 import threading
 from types import FrameType
 from typing import Any
 
 import numpy as np
+
+from marl.interrupt import default_if_forked
 
 HANDLED = (signal.SIGINT, signal.SIGTERM)
 
@@ -38,6 +41,7 @@ class StopSignals:
         self.signum: int | None = None
         self.count = 0
         self._previous: dict[int, Any] = {}
+        self._owner = os.getpid()
         self._active = False
 
     @property
@@ -46,6 +50,8 @@ class StopSignals:
         return self.signum is not None
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if default_if_forked(self._owner, signum):
+            return
         self.count += 1
         if self.signum is None:
             self.signum = signum
@@ -67,6 +73,7 @@ class StopSignals:
     def __enter__(self) -> StopSignals:
         if threading.current_thread() is threading.main_thread():  # signals only reach the main thread
             self._previous = {sig: signal.getsignal(sig) for sig in HANDLED}
+            self._owner = os.getpid()
             self._active = True
             self.reassert()
         return self
