@@ -7,6 +7,7 @@ SMAC rule — observations, state, available actions, reward, episode end, stati
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,6 +18,7 @@ from marl.envs.base import MultiAgentEnv, check_agent_id
 from marl.envs.smac.env_fused import FusedPath, FusedSingle, frame_table
 from marl.envs.smac.features import N_ACTIONS_NO_ATTACK, RUNNING, SmacFeatures, SmacOptions, Units, max_reward
 from marl.envs.smac.maps import load_map
+from marl.envs.smac.options import LaunchOptions
 from marl.envs.smac.render import episode_frames, outcome, render_frame, replay_format_error, save_frames
 from marl.envs.smac.sc2 import EpisodeAborted, resolve_backend
 from marl.envs.smac.types import MapSpec, UnitTable
@@ -24,6 +26,7 @@ from marl.envs.smac.version import ENGINE_VERSION, engine_record
 from marl.untrusted import check_name, safe_name
 
 BACKENDS = ("sim", "auto", "sc2")
+_log = logging.getLogger("marl.envs.smac")
 _ANNOUNCED: set[str] = set()  # backend choices already printed in this process
 _ACTION_NAMES = ("no-op", "stop", "move north", "move south", "move east", "move west")
 
@@ -37,17 +40,27 @@ class Engine(Protocol):
 
 
 def make_engine(
-    spec: MapSpec, backend: str, seed: int | None, difficulty: str = "7", step_mul: int = 8
+    spec: MapSpec,
+    backend: str,
+    seed: int | None,
+    difficulty: str = "7",
+    step_mul: int = 8,
+    launch: LaunchOptions | None = None,
 ) -> Engine:
     """The engine for ``backend``: "sim" (embedded), "sc2" (the real game; an error saying how to install
-    it when absent) or "auto" (the game when it and the map are found, else the embedded engine)."""
+    it when absent) or "auto" (the game when it and the map are found, else the embedded engine).
+    ``launch``: the game's version and window size (the embedded engine has neither)."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown SMAC backend {backend!r}; allowed: {', '.join(BACKENDS)}")
     backend, _ = resolve_backend(backend, spec.name)
     if backend == "sc2":
         from marl.envs.smac.sc2.engine import Sc2Engine
 
-        return Sc2Engine(spec, seed=seed, difficulty=difficulty, step_mul=step_mul)
+        launch = LaunchOptions() if launch is None else launch
+        return Sc2Engine(
+            spec, seed=seed, difficulty=difficulty, step_mul=step_mul, game_version=launch.game_version,
+            window_size=launch.window_size,
+        )  # fmt: skip
     from marl.envs.smac.sim.engine import SimEngine
 
     return SimEngine(spec, seed=seed)
@@ -80,6 +93,7 @@ class StarCraft2Env(FusedPath, MultiAgentEnv):
         self.map_name = map_name
         self.spec = load_map(map_name) if spec is None else spec
         self.opts = SmacOptions.from_flags(**smac_flags)
+        self.launch, _ = LaunchOptions.split(smac_flags)
         if backend not in BACKENDS:
             raise ValueError(f"unknown SMAC backend {backend!r}; allowed: {', '.join(BACKENDS)}")
         if engine is None:
@@ -92,6 +106,11 @@ class StarCraft2Env(FusedPath, MultiAgentEnv):
         elif backend == "auto":
             backend = "sim"
         self.backend = backend
+        note = f"game_version={self.launch.game_version} applies to the real game; the embedded engine plays"
+        note += f" its own dynamics (engine {ENGINE_VERSION})"
+        if backend == "sim" and self.launch.game_version is not None and note not in _ANNOUNCED:
+            _ANNOUNCED.add(note)
+            print(note, flush=True)
         self._fused_ok = bool(fused) and backend == "sim" and engine is None and spec is None
         self._fused_ok = self._fused_ok and not self.opts.heuristic_ai
         self._fused: FusedSingle | None = None
@@ -124,7 +143,9 @@ class StarCraft2Env(FusedPath, MultiAgentEnv):
         if self._fused_ok:
             return self._reset_fused()
         if self._engine is None:
-            self._engine = make_engine(self.spec, self.backend, self._seed, self.difficulty, self.step_mul)
+            self._engine = make_engine(
+                self.spec, self.backend, self._seed, self.difficulty, self.step_mul, self.launch
+            )
         table = self._engine.reset()
         if hasattr(self._engine, "game_spec") and not self._max_reward_from_table:
             self._adopt_game_map(self._engine.game_spec())
@@ -158,8 +179,18 @@ class StarCraft2Env(FusedPath, MultiAgentEnv):
             raise RuntimeError("call reset() before step()")
         if self._terminated:
             raise RuntimeError("the episode has ended; call reset() to start a new one")
-        if self._fused is not None:
-            return self._step_fused(actions)
+        reward, terminated, info = (
+            self._step_fused(actions) if self._fused is not None else self._step(actions)
+        )
+        if self.launch.debug:
+            _log.debug(
+                "%s step %d: actions %s, reward %.4f, terminated %s, %s", self.map_name, self._episode_steps,
+                np.asarray(actions).reshape(-1).tolist(), reward, terminated, info,
+            )  # fmt: skip
+        return reward, terminated, info
+
+    def _step(self, actions: Any) -> tuple[float, bool, dict[str, Any]]:
+        """A step on the table-by-table path (every engine)."""
         acts = self._check_actions(actions)
         self.last_action = np.eye(self.n_actions, dtype=np.float32)[acts]
         if self.opts.heuristic_ai:

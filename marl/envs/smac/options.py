@@ -99,19 +99,70 @@ class SmacOptions:
 
     @classmethod
     def from_flags(cls, **flags: Any) -> SmacOptions:
-        """Build from keyword flags; an unknown flag names the nearest valid one."""
+        """Build from keyword flags; an unknown flag names the nearest valid one. The game-process flags
+        (:class:`LaunchOptions`) are checked and left out."""
+        _, flags = LaunchOptions.split(flags)
         valid = [f.name for f in dataclasses.fields(cls)]
+        every = valid + [f.name for f in dataclasses.fields(LaunchOptions)]
         for k in flags:
             if k not in valid:
-                close = difflib.get_close_matches(k, valid, n=1)
+                close = difflib.get_close_matches(k, every, n=1)
                 hint = f" Did you mean {close[0]!r}?" if close else ""
-                raise ValueError(f"unknown SMAC flag {k!r}.{hint} Valid flags: {', '.join(valid)}")
+                raise ValueError(f"unknown SMAC flag {k!r}.{hint} Valid flags: {', '.join(every)}")
         return cls(**flags)
 
     @property
     def own_health(self) -> bool:
         """SMAC forces the own-health features on whenever ``obs_all_health`` is on."""
         return self.obs_all_health or self.obs_own_health
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """SMAC's ``StarCraft2Env`` arguments about the game process rather than the episode, with SMAC's
+    defaults, so that a SMAC config (pymarl's ``envs/sc2.yaml`` passes all five) builds the env unchanged.
+
+    ``game_version`` and the window size reach the game through pysc2 (``backend="sc2"``); the embedded
+    engine plays its own dynamics (``ENGINE_VERSION``) whatever ``game_version`` says. ``move_amount``
+    must be SMAC's 2: the engine, the features and the game backend's move orders are built on it.
+    ``debug`` logs every step's actions and reward at DEBUG level (logger ``marl.envs.smac``), as SMAC's does.
+    """
+
+    game_version: str | None = None
+    move_amount: float = MOVE_AMOUNT
+    window_size_x: int = 1920
+    window_size_y: int = 1200
+    debug: bool = False
+
+    def __post_init__(self) -> None:
+        if self.game_version is not None and not isinstance(self.game_version, str):
+            raise ValueError(
+                f"game_version must be a version string such as '4.6.2' or None, got {self.game_version!r}"
+            )
+        if isinstance(self.move_amount, bool) or self.move_amount != MOVE_AMOUNT:
+            raise ValueError(
+                f"move_amount={self.move_amount!r} is not supported; allowed: {MOVE_AMOUNT:g} (SMAC's value,"
+                " on which the engine's moves, the move features and the game's move orders are built)"
+            )
+        for name in ("window_size_x", "window_size_y"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a positive int (pixels), got {v!r}")
+        if not isinstance(self.debug, (bool, np.bool_)):
+            raise ValueError(f"debug must be a bool, got {self.debug!r}")
+
+    @classmethod
+    def split(cls, flags: dict[str, Any]) -> tuple[LaunchOptions, dict[str, Any]]:
+        """(these options, the remaining flags) from ``StarCraft2Env``'s keyword flags."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in flags.items() if k in names}), {
+            k: v for k, v in flags.items() if k not in names
+        }
+
+    @property
+    def window_size(self) -> tuple[int, int]:
+        """(width, height) of the game's window, as pysc2 takes it."""
+        return int(self.window_size_x), int(self.window_size_y)
 
 
 def max_reward(spec: MapSpec, opts: SmacOptions, enemies: SideTable | None = None) -> float:

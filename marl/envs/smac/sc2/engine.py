@@ -99,6 +99,7 @@ class Sc2Engine:
         launcher: Launcher | None = None,
         max_relaunches: int = 3,
         respawn_timeout_loops: int = 2000,
+        window_size: tuple[int, int] = (1920, 1200),
     ) -> None:
         difficulty = str(difficulty)
         if difficulty not in DIFFICULTIES:
@@ -118,7 +119,7 @@ class Sc2Engine:
         self.max_relaunches = max_relaunches
         self.respawn_timeout_loops = respawn_timeout_loops
         self._seed = seed
-        self._launcher: Launcher = launcher or Pysc2Launcher(game_version)
+        self._launcher: Launcher = launcher or Pysc2Launcher(game_version, window_size)
         self._pb = load_pysc2()
         self._controller: Any = None
         self._tracker = UnitTracker(spec)
