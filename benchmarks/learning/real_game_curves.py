@@ -39,6 +39,7 @@ from marl.report.paper_runs import (  # noqa: E402
     RECORD_STD,
     band,
     convert,
+    learner_label,
     load_paper_runs,
     ours_at,
     verdict,
@@ -59,6 +60,11 @@ def fmt(v: float | None, metric: str) -> str:
     if v is None:
         return "-"
     return f"{v:.2f}" if metric == "win_rate" else f"{v:.1f}"
+
+
+def _file(label: str) -> str:
+    """A learner label as a picture's file-name part ("pymarl QMIX" -> "pymarl_qmix")."""
+    return label.lower().replace(" ", "_")
 
 
 def table_rows(map_name: str, alg: str, records: list[dict], game: list) -> list[str]:
@@ -102,12 +108,15 @@ def plot_map(map_name: str, alg: str, records: list[dict], game: list, png: Path
                 g, np.nanmin(vals[:, have], 0), np.nanmax(vals[:, have], 0), alpha=0.25, color="C0"
             )
             ax.plot(
-                g, np.nanmedian(vals[:, have], 0), color="C0", label=f"game {alg} median ({len(game)} runs)"
+                g,
+                np.nanmedian(vals[:, have], 0),
+                color="C0",
+                label=f"game {PAPER_PRESETS[records[0]['alg']]} median ({len(game)} runs)",
             )
         for rec in records:
             curve = rec["curves"].get(METRICS[metric], [])
             if curve:
-                lab = f"engine seed {rec['seed']}"
+                lab = f"engine seed {rec['seed']}" + (" (pymarl)" if rec["alg"].startswith("pymarl_") else "")
                 ax.plot(
                     [p[0] / 1e6 for p in curve], [p[1] for p in curve], color="C3", alpha=0.8, lw=1, label=lab
                 )
@@ -172,7 +181,7 @@ def report(records_dir: Path, out: Path, data: Path, allow_mixed: bool = False) 
     for path in sorted(records_dir.glob("*.json")):
         rec = read_record(path)
         if rec["alg"] in PAPER_PRESETS:
-            groups[rec["task"], PAPER_PRESETS[rec["alg"]]].append(rec)
+            groups[rec["task"], learner_label(rec["alg"])].append(rec)
     refusal = mixed(groups)
     if refusal and not allow_mixed:
         raise SystemExit(refusal)
@@ -185,9 +194,9 @@ def report(records_dir: Path, out: Path, data: Path, allow_mixed: bool = False) 
     ]
     rows, counts = [], defaultdict(lambda: [0, 0])
     for (map_name, alg), recs in sorted(groups.items()):
-        game = paper.get((map_name, alg), [])
+        game = paper.get((map_name, PAPER_PRESETS[recs[0]["alg"]]), [])
         rows += table_rows(map_name, alg, recs, game)
-        plot_map(map_name, alg, recs, game, out / f"{alg.lower()}_{map_name}.png")
+        plot_map(map_name, alg, recs, game, out / f"{_file(alg)}_{map_name}.png")
         for t in (300_000, 1_000_000):
             mine = ours_median(recs, t, "win_rate")[0]
             v = verdict(mine, band(game, t, "win_rate"), "win_rate")
@@ -223,7 +232,7 @@ def report(records_dir: Path, out: Path, data: Path, allow_mixed: bool = False) 
         *head,
         *rows,
         "",
-        *[f"![{a} {m}]({out.name}/{a.lower()}_{m}.png)" for m, a in sorted(groups)],
+        *[f"![{a} {m}]({out.name}/{_file(a)}_{m}.png)" for m, a in sorted(groups)],
         "",
     ]
     text = "\n".join(lines)

@@ -159,6 +159,16 @@ def widened(b: Band, metric: str, return_std: float | None = None) -> tuple[floa
 
 # our presets of the paper's settings (configs/algs/*_smac_paper.yaml) -> the algorithm's name in the data
 PAPER_PRESETS = {"qmix_smac_paper": "QMIX", "vdn_smac_paper": "VDN", "iql_smac_paper": "IQL"}
+# pymarl itself on the engine (benchmarks/interop/pymarl_paper.py): the paper's code, not our learner
+PAPER_PRESETS.update(pymarl_qmix="QMIX", pymarl_vdn="VDN", pymarl_iql="IQL", pymarl_coma="COMA")
+
+
+def learner_label(alg: str) -> str:
+    """How a report names the runs of ``alg`` (a key of ``PAPER_PRESETS``): the game's algorithm for our
+    presets, with "pymarl" before it for pymarl's own runs, so that the two learners never pool."""
+    return f"pymarl {PAPER_PRESETS[alg]}" if alg.startswith("pymarl_") else PAPER_PRESETS[alg]
+
+
 # a metric of the table -> the curve of a run record (marl.report.records) that holds it
 RECORD_CURVES = {"win_rate": "test_win_rate", "return": "test_return_mean"}
 RECORD_STD = "test_return_std"
