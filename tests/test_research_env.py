@@ -37,3 +37,72 @@ def test_candidate_rules_step_stage_by_stage_and_are_named_in_the_engine_record(
 def test_an_unknown_rule_is_refused_before_the_engine_is_built() -> None:
     with pytest.raises(ValueError, match="unknown targeting rule 'nosuchrule'"):
         variant_env("3m", 1, 0, "nosuchrule")
+
+
+def _attack_nearest(env, steps: int = 60) -> list[float]:
+    """Rewards of an episode where every agent takes its last available action (an attack when one is)."""
+    env.reset()
+    out = []
+    for _ in range(steps):
+        avail = np.asarray(env.get_avail_actions())
+        reward, terminated, _ = env.step([int(np.flatnonzero(a)[-1]) for a in avail])
+        out.append(reward)
+        if terminated:
+            break
+    return out
+
+
+def test_the_sc2_env_given_candidate_rules_trains_under_them_and_says_so() -> None:
+    from marl import registry
+    from marl.envs.smac.env import StarCraft2Env
+    from marl.envs.smac.research import ResearchStarCraft2Env
+
+    plain = registry.build("env", "sc2", map_name="3m", backend="sim", seed=3, candidate_rules="")
+    assert type(plain) is StarCraft2Env and "candidate_rules" not in plain.engine_info()
+    env = registry.build("env", "sc2", map_name="3m", backend="sim", seed=3, candidate_rules="noretaliate")
+    assert isinstance(env, ResearchStarCraft2Env)
+    assert env.engine_info()["candidate_rules"] == "noretaliate"
+    same = registry.build("env", "sc2", map_name="3m", backend="sim", seed=3, candidate_rules="default")
+    assert _attack_nearest(same) == _attack_nearest(plain)  # no rule: the engine's own episodes
+    rules = [_attack_nearest(env) for _ in range(4)]
+    base = [_attack_nearest(plain) for _ in range(4)]
+    assert rules != base  # without retaliation the enemies keep focusing: other episodes
+
+
+def test_the_batched_path_rows_equal_the_research_env() -> None:
+    from marl import registry
+
+    vec = registry.build("batched_env", "sc2", map_name="3m", backend="sim", n_envs=2, seed=5,
+                         candidate_rules="noretaliate")  # fmt: skip
+    assert vec.env.engine_info()["candidate_rules"] == "noretaliate"
+    one = registry.build("env", "sc2", map_name="3m", backend="sim", seed=6, candidate_rules="noretaliate")
+    seen = vec.reset([1])[0]
+    one.reset()
+    for _ in range(40):  # the row and the env take the same actions and see the same things
+        assert np.array_equal(seen.obs_NO, np.asarray(one.get_obs())) and np.array_equal(
+            seen.state_S, one.get_state()
+        )
+        acts = np.array([[int(np.flatnonzero(a)[-1]) for a in seen.avail_NA]])
+        tr = vec.step(acts, [1])[0]
+        reward, terminated, _ = one.step(acts[0])
+        assert tr.reward == pytest.approx(reward) and bool(tr.terminated) == terminated
+        if terminated:
+            break
+        seen = tr.next
+
+
+@pytest.mark.parametrize(
+    "map_name, backend, rules, says",
+    [
+        ("3m", "sc2", "noretaliate", "embedded engine only"),
+        ("protoss_5_vs_5", "sim", "noretaliate", "not the SMACv2 scenario"),
+        ("3m", "sim", "nosuchrule", "unknown targeting rule"),
+    ],
+)
+def test_candidate_rules_refuse_what_they_cannot_do(
+    map_name: str, backend: str, rules: str, says: str
+) -> None:
+    from marl import registry
+
+    with pytest.raises(ValueError, match=says):
+        registry.build("env", "sc2", map_name=map_name, backend=backend, seed=0, candidate_rules=rules)

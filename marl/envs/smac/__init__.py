@@ -38,6 +38,11 @@ def make_sc2_env(
 ) -> StarCraft2Env:
     """Registry factory: a SMAC env for ``map_name`` on ``backend`` (sim | auto | sc2); a SMACv2 scenario name
     (``protoss_5_vs_5`` ...) gives a :class:`SMACv2Env` (sc2: the game with SMACv2's map 32x32_flat)."""
+    if args.get("candidate_rules"):  # research only: the built-in AI under candidate rules
+        from marl.envs.smac.research import ResearchStarCraft2Env
+
+        return ResearchStarCraft2Env(map_name=map_name, backend=backend, seed=seed, **args)
+    args.pop("candidate_rules", None)  # "": the engine's own rules
     if is_scenario(map_name):
         return SMACv2Env(map_name=map_name, backend=backend, seed=seed, **args)
     return StarCraft2Env(map_name=map_name, backend=backend, seed=seed, **args)

@@ -19,6 +19,11 @@ def batched_sc2_vector_env(map_name: str, backend: str, n_envs: int, seed: int, 
     :class:`BatchedSmacVectorEnv` of ``n_envs`` rows (row ``r`` equal to ``StarCraft2Env`` seeded
     ``seed + r``), or for a SMACv2 scenario a ``BatchedSMACv2VectorEnv`` (row ``r`` equal to ``SMACv2Env``
     seeded ``seed + r``); None for the real game (:meth:`marl.envs.factory.EnvFactory.batched`)."""
+    if args.get("candidate_rules"):  # research only: the built-in AI under candidate rules
+        from marl.envs.smac.research import research_vector_env
+
+        return research_vector_env(map_name, backend, n_envs, seed, **args)
+    args.pop("candidate_rules", None)  # "": the engine's own rules
     if is_scenario(map_name):
         if resolve_gen_backend(backend)[0] != "sim":
             return None

@@ -26,8 +26,12 @@ class BatchedSmacVectorEnv:
     def __init__(self, map_name: str, n_envs: int, seed: int | None = None, **smac_flags: Any) -> None:
         for k in SIM_IGNORED:
             smac_flags.pop(k, None)
-        self.env = BatchedStarCraft2Env(map_name, n_envs, seed, **smac_flags)
+        self.env = self._make(map_name, n_envs, seed, **smac_flags)
         self.n_envs = self.env.n_envs
+
+    def _make(self, map_name: str, n_envs: int, seed: int | None, **smac_flags: Any) -> BatchedStarCraft2Env:
+        """The batched env behind the rows."""
+        return BatchedStarCraft2Env(map_name, n_envs, seed, **smac_flags)
 
     def _mask(self, rows: Sequence[int]) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64).reshape(-1)

@@ -26,8 +26,17 @@ from marl.envs.smac.types import UnitTable
 class FusedSingle:
     """One SMAC env of ``map_name`` on the embedded engine: a batch of one, one compiled call a step."""
 
-    def __init__(self, map_name: str, seed: int | None, smac_flags: dict[str, Any]) -> None:
-        self.env = BatchedStarCraft2Env(map_name, 1, seed=seed, threads=1, **smac_flags)
+    def __init__(
+        self,
+        map_name: str,
+        seed: int | None,
+        smac_flags: dict[str, Any],
+        env: BatchedStarCraft2Env | None = None,
+    ) -> None:
+        # ``env``: a prebuilt batch of one (research: one whose built-in AI plays candidate rules)
+        self.env = (
+            BatchedStarCraft2Env(map_name, 1, seed=seed, threads=1, **smac_flags) if env is None else env
+        )
 
     @property
     def max_reward(self) -> float:
@@ -90,10 +99,14 @@ class FusedPath:
     _table_value: UnitTable | None = None
     _table_stale = False  # the engine moved on; the table is taken from it when first read
 
+    def _new_fused(self) -> FusedSingle:
+        """The fused engine of this env (built at the first reset)."""
+        return FusedSingle(self.map_name, self._seed, self._smac_flags)
+
     def _reset_fused(self) -> tuple[list[np.ndarray], np.ndarray]:
         """:meth:`reset` on the fused path (the same bookkeeping, the arrays of :class:`FusedSingle`)."""
         if self._fused is None:
-            self._fused = FusedSingle(self.map_name, self._seed, self._smac_flags)
+            self._fused = self._new_fused()
         f = self._fused
         f.reset()
         if not self._max_reward_from_table:  # SMAC's maxima from the first reset, as StarCraft2Env.reset
