@@ -53,7 +53,8 @@ def _sacred_run(folder: Path, seed: int, won: list[float], versions: bool = True
     folder.mkdir(parents=True)
     steps = [57 + 10_000 * i for i in range(len(won))]
     info = {"test_battle_won_mean": won, "test_battle_won_mean_T": steps,
-            "test_return_mean": [5.0 + 10 * w for w in won], "test_return_mean_T": steps,
+            "test_return_mean": [{"py/object": "numpy.float64", "dtype": "float64", "value": 5.0 + 10 * w}
+                                 for w in won], "test_return_mean_T": steps,
             "test_return_std": [1.0] * len(won), "test_return_std_T": steps,
             "return_mean": [1.0], "return_mean_T": [0]}  # fmt: skip
     cfg = {"name": "qmix", "seed": seed, "test_nepisode": 32, "t_max": 2050000, "lr": 0.0005,
@@ -72,6 +73,7 @@ def test_a_sacred_run_becomes_a_record_and_never_pools_with_our_preset(tmp_path:
     check_record(rec, "test")
     assert (rec["alg"], rec["task"], rec["seed"], rec["budget"]) == ("pymarl_qmix", "3s5z", 0, 20_057)
     assert rec["curves"]["test_win_rate"] == [[57, 0.0], [10_057, 0.25], [20_057, 0.5]]
+    assert rec["curves"]["test_return_mean"][1] == [10_057, 7.5]  # NumPy scalars as Sacred writes them
     assert rec["engine"] == [{"engine_version": "0.9.2", "backend": "sim"}]
     assert rec["wall_clock"]["seconds"] == pytest.approx(3600.0)
     assert "oxwhirl/pymarl a8f171b" in rec["provenance"][0]["learner"]

@@ -89,6 +89,12 @@ def _git(repo: Path, *args: str) -> str:
     return out.stdout.strip()
 
 
+def _number(v: float | dict) -> float:
+    """A value of Sacred's ``info.json``: a number, or a NumPy scalar as jsonpickle writes it
+    (``{"py/object": "numpy.float64", "value": 2.99, ...}``)."""
+    return float(v["value"] if isinstance(v, dict) else v)
+
+
 def checkout_versions(checkout: Path) -> dict:
     """The engine version and commit of a marl checkout (for a run started by hand from it)."""
     text = (checkout / "marl" / "envs" / "smac" / "version.py").read_text(encoding="utf-8")
@@ -110,7 +116,7 @@ def record_from_sacred(run_dir: Path, pymarl_commit: str = "", versions: dict | 
     curves = {}
     for key, name in CURVES.items():
         if key in info:
-            curves[name] = [[int(t), float(v)] for t, v in zip(info[f"{key}_T"], info[key], strict=True)]
+            curves[name] = [[int(t), _number(v)] for t, v in zip(info[f"{key}_T"], info[key], strict=True)]
     if "test_win_rate" not in curves:
         raise SystemExit(f"{run_dir}: no test phase logged yet (info.json has no test_battle_won_mean)")
     if versions is None and (run_dir / VERSIONS_FILE).is_file():
