@@ -12,7 +12,7 @@ from sim_specs import engine, spec_of  # tests/ is on sys.path under pytest
 
 from marl.envs.smac.maps import load_map
 from marl.envs.smac.sim.engine import BatchedSimEngine, SimEngine
-from marl.envs.smac.sim.units import S_CD, S_HP, S_TGT, S_X, S_Y
+from marl.envs.smac.sim.units import S_CD, S_HP, S_SH, S_TGT, S_X, S_Y
 from marl.envs.smac.sim.variants import R_DELAY, R_NO_RETALIATE, R_RANDOM, R_SCAN, R_SHARED, parse_rules
 
 STOP, ATTACK_ENEMY_0 = 1, 6
@@ -187,6 +187,23 @@ def test_keepfoe_keeps_a_target_that_fights_back(rules):
     for _ in range(2):
         eng.step(np.array([ATTACK_ENEMY_0, ATTACK_ENEMY_0]))
     assert S[2, S_HP] < 45 and S[2, S_TGT] == (0 if rules == "keepfoe" else 1)
+
+
+@pytest.mark.parametrize("rules", [None, "inrange"])
+def test_inrange_keeps_a_melee_target_when_hit_from_beyond_weapon_reach(rules):
+    """An enemy zealot fights marine 0 in melee; marine 1 hits it from 5.0 away (inside the zealot's scan
+    reach, beyond its weapon reach): the engine's switch pulls it off marine 0, ``inrange`` keeps it."""
+    eng, S = ruled(spec_of([("marine", 2, (9, 16))], [("zealot", 1, (16, 16))]), rules)
+    place(S, 2, 16.0)
+    place(S, 0, 15.2)  # 0.8 away: within the zealot's weapon reach 0.975
+    place(S, 1, 30.0, 30.0)
+    eng.step(np.array([STOP, STOP]))
+    assert S[2, S_TGT] == 0
+    place(S, 1, 11.0)
+    for _ in range(2):
+        eng.step(np.array([STOP, ATTACK_ENEMY_0]))
+    assert S[2, S_SH] < 50.0  # marine 1's hits landed
+    assert S[2, S_TGT] == (0 if rules == "inrange" else 1)
 
 
 def test_random_choice_picks_a_farther_candidate_sometimes_the_default_never():

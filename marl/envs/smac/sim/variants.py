@@ -38,6 +38,10 @@ never a module-level switch, so Numba's on-disk cache cannot serve a stale varia
   of melee attackers fills the ring round its target (2c_vs_64zg).
 * ``R_STICK`` k > 0: after a retaliation switch the unit keeps that attacker for k loops (while it stays a
   kept target) before another hit can turn it: the switch with hysteresis.
+* ``R_IN_RANGE`` 1: the retaliation switch only to an attacker within the unit's weapon reach (range + both
+  radii), not its scan range: a unit with a target is not pulled off it by an attacker it would have to walk
+  to (a zealot hit by a stalker at range 6). On 3m every attacker of a marine stands within its reach, so D
+  cannot tell this form from the engine's; the checkpoints of 3s5z lean on the pull (``noretaliate``).
 * ``R_KEEP_FOE`` 1: the retaliation switch only when the unit's current target is not itself targeting the
   unit: one fighting a unit that fights back keeps it (trained policies on 3s5z and 10m_vs_11m lean on the
   switch; the switch's exact form is our reading of D).
@@ -78,14 +82,14 @@ from marl.envs.smac.sim.units import (
 from marl.envs.smac.sim.weapons import _attack, _burst
 
 R_SCAN, R_RANDOM, R_NO_RETALIATE, R_THREAT_RANGE, R_DELAY, R_SHARED, R_DEATH_BURST = 0, 1, 2, 3, 4, 5, 6
-R_PUSH, R_NO_HELP, R_UNPIN, R_CHASE, R_KEEP_FOE, R_STICK = 7, 8, 9, 10, 11, 12
-N_RULES = 13
+R_PUSH, R_NO_HELP, R_UNPIN, R_CHASE, R_KEEP_FOE, R_STICK, R_IN_RANGE = 7, 8, 9, 10, 11, 12, 13
+N_RULES = 14
 V_SCAN, V_DELAY, V_STICK = 0, 1, 2
 N_V = 3
 
 _KEYS = {"scan": R_SCAN, "random": R_RANDOM, "noretaliate": R_NO_RETALIATE, "threat_range": R_THREAT_RANGE}
 _KEYS.update(delay=R_DELAY, shared=R_SHARED, deathburst=R_DEATH_BURST, push=R_PUSH, nohelp=R_NO_HELP)
-_KEYS.update(unpin=R_UNPIN, chase=R_CHASE, keepfoe=R_KEEP_FOE, stick=R_STICK)
+_KEYS.update(unpin=R_UNPIN, chase=R_CHASE, keepfoe=R_KEEP_FOE, stick=R_STICK, inrange=R_IN_RANGE)
 
 
 def parse_rules(text: str) -> np.ndarray:
@@ -189,6 +193,13 @@ def _enemy_act_rules(e, i, na, props, utype, grid, nav, S, rng, rules, V):
         hit_by = -1  # its target is fighting it: no switch
     if rules[R_STICK] > 0 and t >= 0 and V[e, i, V_STICK] > 0.0:
         hit_by = -1  # still holding the attacker it last switched to
+    if (
+        rules[R_IN_RANGE] > 0
+        and t >= 0
+        and hit_by >= 0
+        and dist(e, i, hit_by, S) > reach(props, utype, i, hit_by, RANGE)
+    ):
+        hit_by = -1  # the attacker stands beyond its weapon's reach: it keeps the target it is fighting
     if hit_by >= 0:
         if rules[R_STICK] > 0 and hit_by != t:
             V[e, i, V_STICK] = rules[R_STICK]
