@@ -206,6 +206,22 @@ def test_inrange_keeps_a_melee_target_when_hit_from_beyond_weapon_reach(rules):
     assert S[2, S_TGT] == (0 if rules == "inrange" else 1)
 
 
+@pytest.mark.parametrize("rules, keeps", [(None, False), ("keepmelee", True), ("keepranged", False)])
+def test_keepmelee_and_keepranged_split_the_switch_by_weapon_class(rules, keeps):
+    """The enemy zealot (melee) of the test above is hit from 0.9 away by marine 1, within its reach:
+    ``keepmelee`` keeps its target, ``keepranged`` (for ranged units only) lets it switch as the engine does."""
+    eng, S = ruled(spec_of([("marine", 2, (9, 16))], [("zealot", 1, (16, 16))]), rules)
+    place(S, 2, 16.0)
+    place(S, 0, 15.2)
+    place(S, 1, 30.0, 30.0)
+    eng.step(np.array([STOP, STOP]))
+    place(S, 1, 16.0, 16.9)
+    for _ in range(2):
+        eng.step(np.array([STOP, ATTACK_ENEMY_0]))
+    assert S[2, S_SH] < 50.0
+    assert S[2, S_TGT] == (0 if keeps else 1)
+
+
 def test_random_choice_picks_a_farther_candidate_sometimes_the_default_never():
     spec = spec_of([("marine", 2, (9, 16))], [("marine", 1, (16, 16))])
     picks = {None: set(), "random": set()}

@@ -42,6 +42,9 @@ never a module-level switch, so Numba's on-disk cache cannot serve a stale varia
   radii), not its scan range: a unit with a target is not pulled off it by an attacker it would have to walk
   to (a zealot hit by a stalker at range 6). On 3m every attacker of a marine stands within its reach, so D
   cannot tell this form from the engine's; the checkpoints of 3s5z lean on the pull (``noretaliate``).
+* ``R_KEEP_MELEE`` 1 / ``R_KEEP_RANGED`` 1: ``R_NO_RETALIATE`` for melee units only (weapon range below
+  ``MELEE_RANGE``: zealots, zerglings, banelings) / for ranged units only: which side of a mixed army's
+  switch trained policies lean on.
 * ``R_KEEP_FOE`` 1: the retaliation switch only when the unit's current target is not itself targeting the
   unit: one fighting a unit that fights back keeps it (trained policies on 3s5z and 10m_vs_11m lean on the
   switch; the switch's exact form is our reading of D).
@@ -83,13 +86,16 @@ from marl.envs.smac.sim.weapons import _attack, _burst
 
 R_SCAN, R_RANDOM, R_NO_RETALIATE, R_THREAT_RANGE, R_DELAY, R_SHARED, R_DEATH_BURST = 0, 1, 2, 3, 4, 5, 6
 R_PUSH, R_NO_HELP, R_UNPIN, R_CHASE, R_KEEP_FOE, R_STICK, R_IN_RANGE = 7, 8, 9, 10, 11, 12, 13
-N_RULES = 14
+R_KEEP_MELEE, R_KEEP_RANGED = 14, 15
+N_RULES = 16
+MELEE_RANGE = 1.0  # a weapon range below this is melee (zealot 0.1, zergling 0.1, baneling 0.25)
 V_SCAN, V_DELAY, V_STICK = 0, 1, 2
 N_V = 3
 
 _KEYS = {"scan": R_SCAN, "random": R_RANDOM, "noretaliate": R_NO_RETALIATE, "threat_range": R_THREAT_RANGE}
 _KEYS.update(delay=R_DELAY, shared=R_SHARED, deathburst=R_DEATH_BURST, push=R_PUSH, nohelp=R_NO_HELP)
 _KEYS.update(unpin=R_UNPIN, chase=R_CHASE, keepfoe=R_KEEP_FOE, stick=R_STICK, inrange=R_IN_RANGE)
+_KEYS.update(keepmelee=R_KEEP_MELEE, keepranged=R_KEEP_RANGED)
 
 
 def parse_rules(text: str) -> np.ndarray:
@@ -193,6 +199,9 @@ def _enemy_act_rules(e, i, na, props, utype, grid, nav, S, rng, rules, V):
         hit_by = -1  # its target is fighting it: no switch
     if rules[R_STICK] > 0 and t >= 0 and V[e, i, V_STICK] > 0.0:
         hit_by = -1  # still holding the attacker it last switched to
+    melee = props[utype[i], RANGE] < MELEE_RANGE
+    if (rules[R_KEEP_MELEE] > 0 and melee) or (rules[R_KEEP_RANGED] > 0 and not melee):
+        hit_by = -1  # no retaliation switch for this class of unit
     if (
         rules[R_IN_RANGE] > 0
         and t >= 0
