@@ -19,6 +19,7 @@ import ast
 import hashlib
 import json
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 STAMP = "smac_sources.json"  # in ``<root>/__pycache__``: {"modules": {relative path: sha256 of its source}}
@@ -71,9 +72,7 @@ def _imports(source: str, name: str, is_package: bool, every: set[str]) -> set[s
     return found & every
 
 
-def module_imports(
-    root: Path, sources: dict[str, bytes], gone: set[str] = frozenset()
-) -> dict[str, set[str]]:
+def module_imports(root: Path, sources: dict[str, bytes], gone: Collection[str] = ()) -> dict[str, set[str]]:
     """For each file of ``sources`` (path relative to ``root`` -> its bytes), the files it imports directly
     (relative paths): files of ``sources``, or of ``gone`` (files deleted since the caches were written)."""
     package = _package_of(root)
