@@ -317,8 +317,10 @@ def test_a_signal_stops_every_run_with_a_checkpoint_and_resume_finishes(tmp_path
     # t_env 110-196 (2026-11-28, load 7-9 on 2 cores; 3000 before: the resume's steps were most of the test)
     t_max = 1500
     tiny = [a for a in TINY if not a.startswith("t_max=")] + [f"t_max={t_max}"]
+    # the driver joins this process's Ray (no second Ray started and stopped for it: 6-7 s at load 6)
+    joined = ["--address", shared_ray.get_runtime_context().gcs_address, "--cpus-per-run", "1"]
     cmd = [sys.executable, "scripts/sweep.py", "--env", "fake", "--maps", "m1", "--seeds", "2"]
-    cmd += ["--out", str(out), *LOCAL_RAY, "--no-absolute", "--reps", "50", *tiny]
+    cmd += ["--out", str(out), *joined, "--no-absolute", "--reps", "50", *tiny]
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
     proc = subprocess.Popen(
         cmd,

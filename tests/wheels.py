@@ -62,6 +62,7 @@ def seed_numba_cache(site: Path, tmp: Path) -> int:
     functions compile in the install as before.
     """
     from marl.config import load_config  # MindSpore: imported only by the test that trains
+    from marl.envs.smac.sim._cache import STAMP  # the guard's record of the sources compiled
     from marl.trainer import Trainer
 
     cfg = load_config("qmix", map_name="3m", overrides=[*WHEEL_RUN, "t_max=100", f"results_dir={tmp}"])
@@ -73,7 +74,7 @@ def seed_numba_cache(site: Path, tmp: Path) -> int:
             st = src.stat()
             os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
     for cache in (ROOT / "marl").rglob("__pycache__/*"):
-        if cache.suffix in (".nbi", ".nbc") or cache.name == "smac_sources.sha256":
+        if cache.suffix in (".nbi", ".nbc") or cache.name == STAMP:
             dst = site / cache.relative_to(ROOT)
             dst.parent.mkdir(exist_ok=True)
             shutil.copy2(cache, dst)
