@@ -209,7 +209,7 @@ def test_inrange_keeps_a_melee_target_when_hit_from_beyond_weapon_reach(rules):
 @pytest.mark.parametrize("rules, keeps", [(None, False), ("keepmelee", True), ("keepranged", False)])
 def test_keepmelee_and_keepranged_split_the_switch_by_weapon_class(rules, keeps):
     """The enemy zealot (melee) of the test above is hit from 0.9 away by marine 1, within its reach:
-    ``keepmelee`` keeps its target, ``keepranged`` (for ranged units only) lets it switch as the engine does."""
+    ``keepmelee`` keeps its target, ``keepranged`` (ranged units only) lets it switch as the engine does."""
     eng, S = ruled(spec_of([("marine", 2, (9, 16))], [("zealot", 1, (16, 16))]), rules)
     place(S, 2, 16.0)
     place(S, 0, 15.2)
