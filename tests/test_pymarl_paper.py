@@ -63,8 +63,13 @@ def _sacred_run(folder: Path, seed: int, won: list[float], versions: bool = True
     for name, data in (("info", info), ("config", cfg), ("run", run)):
         (folder / f"{name}.json").write_text(json.dumps(data))
     if versions:
-        (folder / pp.VERSIONS_FILE).write_text(json.dumps({"engine_version": "0.9.2", "marl_commit": "abc",
-                                                           "torch": "2.13.0"}))  # fmt: skip
+        versions = {
+            "engine_version": "0.9.2",
+            "commit": "abc",
+            "dirty": False,
+            "packages": {"torch": "2.13.0"},
+        }
+        (folder / pp.VERSIONS_FILE).write_text(json.dumps(versions))
     return folder
 
 
@@ -76,7 +81,9 @@ def test_a_sacred_run_becomes_a_record_and_never_pools_with_our_preset(tmp_path:
     assert rec["curves"]["test_return_mean"][1] == [10_057, 7.5]  # NumPy scalars as Sacred writes them
     assert rec["engine"] == [{"engine_version": "0.9.2", "backend": "sim"}]
     assert rec["wall_clock"]["seconds"] == pytest.approx(3600.0)
-    assert "oxwhirl/pymarl a8f171b" in rec["provenance"][0]["learner"]
+    start = rec["provenance"][0]
+    assert "oxwhirl/pymarl a8f171b" in start["learner"]
+    assert (start["commit"], start["dirty"], start["versions"]) == ("abc", False, {"torch": "2.13.0"})
     # our preset on the same map and engine: the report gives each learner its own rows and picture
     ours = {**rec, "alg": "qmix_smac_paper", "source": "ours"}
     for r in (rec, ours):
@@ -93,6 +100,7 @@ def test_a_run_without_its_versions_needs_the_checkout(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="name the marl checkout"):
         pp.record_from_sacred(run)
     rec = pp.record_from_sacred(run, versions=pp.checkout_versions(ROOT))
+    assert len(rec["provenance"][0]["commit"]) == 40
     from marl.envs.smac.version import ENGINE_VERSION
 
     assert rec["engine"][0]["engine_version"] == ENGINE_VERSION

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -39,6 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: marl, benchmarks
 
 from benchmarks.interop.epymarl_qmix import _epoch, _run_dir  # noqa: E402
+from marl.provenance import code_version, cpu_model  # noqa: E402
 from marl.report.records import RECORD_FORMAT, RECORD_VERSION, record_name, write_record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,13 +95,27 @@ def _number(v: float | dict) -> float:
     return float(v["value"] if isinstance(v, dict) else v)
 
 
-def checkout_versions(checkout: Path) -> dict:
-    """The engine version and commit of a marl checkout (for a run started by hand from it)."""
+def checkout_versions(checkout: Path, python: str | None = None) -> dict:
+    """The engine version, commit and state of a marl checkout, and with ``python`` the package versions
+    of the Python that ran pymarl against it (for a run started by hand, or by :func:`run`)."""
     text = (checkout / "marl" / "envs" / "smac" / "version.py").read_text(encoding="utf-8")
     version = next(
         ln.split("=")[1].strip().strip('"') for ln in text.splitlines() if ln.startswith("ENGINE_VERSION")
     )
-    return {"engine_version": version, "marl_commit": _git(checkout, "rev-parse", "HEAD")}
+    out = {"engine_version": version, **code_version(checkout)}
+    if python is not None:
+        code = (
+            "import importlib.metadata as m, json, sys\n"
+            "out = {p: m.version(p) for p in ('torch', 'sacred', 'numpy', 'numba')}\n"
+            "print(json.dumps({**out, 'python': sys.version.split()[0]}))\n"
+        )
+        got = subprocess.run(
+            [python, "-c", code], capture_output=True, text=True, timeout=300, env=_env(checkout)
+        )
+        if got.returncode != 0:
+            raise SystemExit(f"{python} lacks torch, sacred, NumPy or Numba:\n{got.stderr[-2000:]}")
+        out["packages"] = json.loads(got.stdout.strip().splitlines()[-1])
+    return out
 
 
 def record_from_sacred(run_dir: Path, pymarl_commit: str = "", versions: dict | None = None) -> dict:
@@ -144,10 +158,10 @@ def record_from_sacred(run_dir: Path, pymarl_commit: str = "", versions: dict | 
             {
                 "event": "start",
                 "time": start[:19] + "Z",
-                "commit": versions.get("marl_commit", ""),
-                "dirty": False,
-                "versions": {k: v for k, v in versions.items() if k not in ("engine_version", "marl_commit")},
-                "machine": {"cpu": platform.processor() or platform.machine(), "nproc": os.cpu_count()},
+                "commit": versions.get("commit"),
+                "dirty": versions.get("dirty"),
+                "versions": versions.get("packages", {}),
+                "machine": {"cpu": cpu_model(), "nproc": os.cpu_count()},
                 "engine": engine,
                 "learner": f"oxwhirl/pymarl {pymarl_commit or 'commit unknown'}, run unmodified",
             }
@@ -157,35 +171,16 @@ def record_from_sacred(run_dir: Path, pymarl_commit: str = "", versions: dict | 
     }
 
 
-def _versions(python: str) -> dict:
-    """The run's Python: its package versions, the engine version and commit of the marl it imports."""
-    code = (
-        "import importlib.metadata as m, json, os, subprocess, sys, marl\n"
-        "from marl.envs.smac.version import ENGINE_VERSION\n"
-        "root = os.path.dirname(os.path.dirname(marl.__file__))\n"
-        "git = subprocess.run(['git', '-C', root, 'rev-parse', 'HEAD'], capture_output=True, text=True)\n"
-        "out = {p: m.version(p) for p in ('torch', 'sacred', 'numpy', 'numba')}\n"
-        "out['python'] = sys.version.split()[0]\n"
-        "print(json.dumps({**out, 'engine_version': ENGINE_VERSION, 'marl_commit': git.stdout.strip()}))\n"
-    )
-    out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=300, env=_env())
-    if out.returncode != 0:
-        raise SystemExit(
-            f"{python} cannot import torch, sacred and this package's engine:\n{out.stderr[-2000:]}"
-        )
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def _env() -> dict:
-    """One thread for torch and NumPy; this checkout's marl first on the path."""
+def _env(checkout: Path = ROOT) -> dict:
+    """One thread for torch and NumPy; the marl of ``checkout`` first on the path."""
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(checkout), os.environ.get("PYTHONPATH", "")) if p)
     return env
 
 
 def run(args: argparse.Namespace) -> Path:
     """Train with pymarl to ``--t-max``, then write the run's record; returns its path."""
-    versions = _versions(args.python)
+    versions = checkout_versions(ROOT, args.python)
     commit = _git(args.pymarl, "log", "-1", "--format=%h")
     cmd = build_command(args.python, args.pymarl, args.alg, args.map, args.seed, args.t_max)
     launch = time.time()
@@ -216,8 +211,9 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("run_dir", type=Path)
     c.add_argument("--pymarl-commit", default="", help="the pymarl commit the run used")
     c.add_argument(
-        "--marl", type=Path, default=None, help="the marl checkout the run imported (if not `run`'s)"
+        "--marl", type=Path, default=ROOT, help="the marl checkout the run imported (default: this)"
     )
+    c.add_argument("--python", default=None, help="the Python that ran pymarl (for its package versions)")
     for q in (r, c):
         q.add_argument("--records", type=Path, required=True, help="the folder of run records")
         q.add_argument("--force", action="store_true", help="replace a record that differs")
@@ -225,7 +221,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.cmd == "run":
         run(args)
     else:
-        versions = checkout_versions(args.marl) if args.marl else None
+        versions = (
+            None if (args.run_dir / VERSIONS_FILE).is_file() else checkout_versions(args.marl, args.python)
+        )
         record = record_from_sacred(args.run_dir, args.pymarl_commit, versions)
         path = write_record(record, args.records, force=args.force)
         print(path)
