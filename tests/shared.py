@@ -8,6 +8,9 @@ importing a test file runs its module-level code again and ties the two files' f
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
+
+import numpy as np
 
 from marl.envs.smac.maps import list_maps
 
@@ -31,3 +34,17 @@ def on_every_map(check: Callable[[str], object]) -> None:
         except Exception as err:  # noqa: BLE001 - every map is checked, then every failure is reported
             failed[name] = f"{type(err).__name__}: {err}"
     assert not failed, "\n".join(f"{m}: {why}" for m, why in failed.items())
+
+
+def last_action_rewards(env: Any, steps: int) -> list[float]:
+    """Reset a SMAC env and play up to ``steps`` steps in which every agent takes its last available action
+    (an attack on its highest-numbered enemy in range when it has one); the rewards, in order."""
+    env.reset()
+    rewards = []
+    for _ in range(steps):
+        avail = np.asarray(env.get_avail_actions())
+        reward, terminated, _ = env.step([int(np.flatnonzero(a)[-1]) for a in avail])
+        rewards.append(reward)
+        if terminated:
+            break
+    return rewards

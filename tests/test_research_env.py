@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from shared import last_action_rewards  # tests/ is on sys.path under pytest
 
 from marl.envs.smac import BatchedStarCraft2Env
 from marl.envs.smac.research import variant_env
@@ -39,19 +40,6 @@ def test_an_unknown_rule_is_refused_before_the_engine_is_built() -> None:
         variant_env("3m", 1, 0, "nosuchrule")
 
 
-def _attack_nearest(env, steps: int = 60) -> list[float]:
-    """Rewards of an episode where every agent takes its last available action (an attack when one is)."""
-    env.reset()
-    out = []
-    for _ in range(steps):
-        avail = np.asarray(env.get_avail_actions())
-        reward, terminated, _ = env.step([int(np.flatnonzero(a)[-1]) for a in avail])
-        out.append(reward)
-        if terminated:
-            break
-    return out
-
-
 def test_the_sc2_env_given_candidate_rules_trains_under_them_and_says_so() -> None:
     from marl import registry
     from marl.envs.smac.env import StarCraft2Env
@@ -63,9 +51,10 @@ def test_the_sc2_env_given_candidate_rules_trains_under_them_and_says_so() -> No
     assert isinstance(env, ResearchStarCraft2Env)
     assert env.engine_info()["candidate_rules"] == "noretaliate"
     same = registry.build("env", "sc2", map_name="3m", backend="sim", seed=3, candidate_rules="default")
-    assert _attack_nearest(same) == _attack_nearest(plain)  # no rule: the engine's own episodes
-    rules = [_attack_nearest(env) for _ in range(4)]
-    base = [_attack_nearest(plain) for _ in range(4)]
+    # no rule: the engine's own episodes
+    assert last_action_rewards(same, 60) == last_action_rewards(plain, 60)
+    rules = [last_action_rewards(env, 60) for _ in range(4)]
+    base = [last_action_rewards(plain, 60) for _ in range(4)]
     assert rules != base  # without retaliation the enemies keep focusing: other episodes
 
 

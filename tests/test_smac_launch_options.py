@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
 import pytest
+from shared import last_action_rewards  # tests/ is on sys.path under pytest
 
 from marl.envs.smac.env import StarCraft2Env
 from marl.envs.smac.options import LaunchOptions, SmacOptions
@@ -23,23 +23,11 @@ PYMARL_SC2_ENV_ARGS = dict(
 )  # fmt: skip
 
 
-def _play(env: StarCraft2Env, steps: int = 5) -> list[float]:
-    env.reset()
-    rewards = []
-    for _ in range(steps):
-        avail = np.asarray(env.get_avail_actions())
-        reward, terminated, _ = env.step([int(np.flatnonzero(a)[-1]) for a in avail])
-        rewards.append(reward)
-        if terminated:
-            break
-    return rewards
-
-
 def test_pymarl_sc2_config_builds_the_env_and_plays_as_without_it() -> None:
     env = StarCraft2Env(backend="sim", **PYMARL_SC2_ENV_ARGS)
     plain = StarCraft2Env(map_name="3m", backend="sim", seed=1)
     assert env.get_env_info() == plain.get_env_info()
-    assert _play(env) == _play(plain)
+    assert last_action_rewards(env, 5) == last_action_rewards(plain, 5)
     assert env.launch == LaunchOptions()
 
 
@@ -68,7 +56,7 @@ def test_smac_options_skip_launch_flags_and_unknown_flags_list_them() -> None:
 def test_debug_logs_every_step(caplog: pytest.LogCaptureFixture) -> None:
     env = StarCraft2Env(map_name="3m", backend="sim", seed=0, debug=True)
     with caplog.at_level(logging.DEBUG, logger="marl.envs.smac"):
-        n = len(_play(env, steps=3))
+        n = len(last_action_rewards(env, 3))
     steps = [r.getMessage() for r in caplog.records if r.name == "marl.envs.smac"]
     assert len(steps) == n == 3
     assert steps[0].startswith("3m step 1: actions [") and "reward" in steps[0]
