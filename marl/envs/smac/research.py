@@ -7,11 +7,10 @@ they stay out of :class:`~marl.envs.smac.batched_env.BatchedStarCraft2Env`'s sig
 says so in its engine record, and results made with it cannot be pooled with the engine's.
 
 Training under candidate rules (a sensitivity run, e.g. whether a map's learning curve moves into the game's
-band without retaliation) uses the registered env ``sc2_research``: the ``sc2`` env on the embedded engine
-with one more argument, ``candidate_rules``::
+band without retaliation) gives the ``sc2`` env the argument ``candidate_rules``; its factories
+(``marl.envs.smac.make_sc2_env`` and the batched fast path) then build this module's envs::
 
-    python scripts/train_qmix.py --alg qmix_smac_paper --map 3s5z env.name=sc2_research \
-        +env.args.candidate_rules=noretaliate
+    python scripts/train_qmix.py --alg qmix_smac_paper --map 3s5z env.args.candidate_rules=noretaliate
 """
 
 from __future__ import annotations
@@ -86,7 +85,7 @@ class ResearchVectorEnv(BatchedSmacVectorEnv):
 
     def __init__(
         self, map_name: str, n_envs: int, seed: int | None = None, candidate_rules: str = "", **args: Any
-    ):
+    ) -> None:
         self.candidate_rules = candidate_rules
         super().__init__(map_name, n_envs, seed, **args)
 
