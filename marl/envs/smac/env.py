@@ -27,8 +27,15 @@ from marl.untrusted import check_name, safe_name
 
 BACKENDS = ("sim", "auto", "sc2")
 _log = logging.getLogger("marl.envs.smac")
-_ANNOUNCED: set[str] = set()  # backend choices already printed in this process
+_ANNOUNCED: set[str] = set()  # backend choices and notes already printed in this process
 _ACTION_NAMES = ("no-op", "stop", "move north", "move south", "move east", "move west")
+
+
+def _announce(text: str) -> None:
+    """Print ``text`` once per process, not once per env."""
+    if text not in _ANNOUNCED:
+        _ANNOUNCED.add(text)
+        print(text, flush=True)
 
 
 class Engine(Protocol):
@@ -99,18 +106,17 @@ class StarCraft2Env(FusedPath, MultiAgentEnv):
         if engine is None:
             # "sc2" without the game raises the install instructions now, not at reset()
             resolved, why = resolve_backend(backend, map_name)
-            if backend == "auto" and why not in _ANNOUNCED:  # once per process, not once per env
-                _ANNOUNCED.add(why)
-                print(why, flush=True)
+            if backend == "auto":
+                _announce(why)
             backend = resolved
         elif backend == "auto":
             backend = "sim"
         self.backend = backend
-        note = f"game_version={self.launch.game_version} applies to the real game; the embedded engine plays"
-        note += f" its own dynamics (engine {ENGINE_VERSION})"
-        if backend == "sim" and self.launch.game_version is not None and note not in _ANNOUNCED:
-            _ANNOUNCED.add(note)
-            print(note, flush=True)
+        if backend == "sim" and self.launch.game_version is not None:
+            _announce(
+                f"game_version={self.launch.game_version} applies to the real game; the embedded engine plays"
+                f" its own dynamics (engine {ENGINE_VERSION})"
+            )
         self._fused_ok = bool(fused) and backend == "sim" and engine is None and spec is None
         self._fused_ok = self._fused_ok and not self.opts.heuristic_ai
         self._fused: FusedSingle | None = None
