@@ -24,9 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from marl.interrupt import default_if_forked
-
-HANDLED = (signal.SIGINT, signal.SIGTERM)
+from marl.interrupt import HANDLED, default_if_forked
 
 
 def exit_code(signum: int) -> int:

@@ -41,7 +41,7 @@ never a module-level switch, so Numba's on-disk cache cannot serve a stale varia
 * ``R_IN_RANGE`` 1: the retaliation switch only to an attacker within the unit's weapon reach (range + both
   radii), not its scan range: a unit with a target is not pulled off it by an attacker it would have to walk
   to (a zealot hit by a stalker at range 6). On 3m every attacker of a marine stands within its reach, so D
-  cannot tell this form from the engine's; the checkpoints of 3s5z lean on the pull (``noretaliate``).
+  cannot tell this form from the engine's; the 3s5z and 10m_vs_11m checkpoints do not lean on such pulls.
 * ``R_KEEP_MELEE`` 1 / ``R_KEEP_RANGED`` 1: ``R_NO_RETALIATE`` for melee units only (weapon range below
   ``MELEE_RANGE``: zealots, zerglings, banelings) / for ranged units only: which side of a mixed army's
   switch trained policies lean on.
@@ -199,9 +199,10 @@ def _enemy_act_rules(e, i, na, props, utype, grid, nav, S, rng, rules, V):
         hit_by = -1  # its target is fighting it: no switch
     if rules[R_STICK] > 0 and t >= 0 and V[e, i, V_STICK] > 0.0:
         hit_by = -1  # still holding the attacker it last switched to
-    melee = props[utype[i], RANGE] < MELEE_RANGE
-    if (rules[R_KEEP_MELEE] > 0 and melee) or (rules[R_KEEP_RANGED] > 0 and not melee):
-        hit_by = -1  # no retaliation switch for this class of unit
+    if rules[R_KEEP_MELEE] > 0 or rules[R_KEEP_RANGED] > 0:
+        melee = props[utype[i], RANGE] < MELEE_RANGE
+        if rules[R_KEEP_MELEE if melee else R_KEEP_RANGED] > 0:
+            hit_by = -1  # no retaliation switch for this class of unit
     if (
         rules[R_IN_RANGE] > 0
         and t >= 0
