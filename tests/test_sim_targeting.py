@@ -118,7 +118,7 @@ def test_rule_names_parse_and_all_zero_rules_run_the_default_kernel():
     assert not parse_rules("default").any()
     r = parse_rules("scan4+shared+noretaliate+delay2")
     assert (r[R_SCAN], r[R_SHARED], r[R_NO_RETALIATE], r[R_DELAY], r[R_RANDOM]) == (4, 1, 1, 2, 0)
-    for bad in ("scan", "noretaliate2", "retaliate", "focus", "shared"):
+    for bad in ("scan", "noretaliate2", "retaliate", "focus", "shared", "closer", "prefattacker1"):
         with pytest.raises(ValueError):
             parse_rules(bad)
     assert (
@@ -220,6 +220,35 @@ def test_keepmelee_and_keepranged_split_the_switch_by_weapon_class(rules, keeps)
         eng.step(np.array([STOP, ATTACK_ENEMY_0]))
     assert S[2, S_SH] < 50.0
     assert S[2, S_TGT] == (0 if keeps else 1)
+
+
+@pytest.mark.parametrize("rules, switches", [(None, True), ("closer1", False), ("closer5", True)])
+def test_closer_switches_only_to_an_attacker_no_farther_than_the_target(rules, switches):
+    """The enemy's target stands 4.5 away, its attacker 5.2 (0.7 farther): the engine's switch turns it,
+    ``closer1`` (no margin) keeps the target, ``closer5`` (margin 1.0) turns it as the engine does."""
+    eng, S = ruled(spec_of([("marine", 2, (9, 16))], [("marine", 1, (16, 16))]), rules)
+    place(S, 2, 16.0)
+    place(S, 0, 11.5)
+    place(S, 1, 30.0, 30.0)
+    eng.step(np.array([STOP, STOP]))
+    place(S, 1, 10.8)
+    for _ in range(2):
+        eng.step(np.array([STOP, ATTACK_ENEMY_0]))
+    assert S[2, S_HP] < 45 and S[2, S_TGT] == (1 if switches else 0)
+
+
+@pytest.mark.parametrize("rules, pick", [("noretaliate", 0), ("noretaliate+prefattacker", 1)])
+def test_prefattacker_acquires_the_marine_attacking_it_before_the_closest(rules, pick):
+    """Marine 0 stands 4.0 away, marine 1 5.0 away with an attack order on the enemy (its weapon held, so
+    no hit and no switch): acquiring, the enemy takes the closest, or under ``prefattacker`` marine 1."""
+    eng, S = ruled(spec_of([("marine", 2, (9, 16))], [("marine", 1, (16, 16))]), rules)
+    place(S, 2, 16.0)
+    place(S, 0, 12.0)
+    place(S, 1, 11.0)
+    S[1, S_CD] = 200.0
+    eng.step(np.array([STOP, ATTACK_ENEMY_0]))
+    assert S[2, S_HP] == 45 and S[1, S_TGT] == 2
+    assert S[2, S_TGT] == pick
 
 
 def test_random_choice_picks_a_farther_candidate_sometimes_the_default_never():

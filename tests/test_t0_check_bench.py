@@ -99,3 +99,19 @@ def test_checkpoint_rules_plays_a_smac_checkpoint_under_rules_and_refuses_other_
                                                                 "t_max=100"])).run()  # fmt: skip
     with pytest.raises(SystemExit, match="a run on a SMAC map is needed"):
         checkpoint_rules.play(fake, ["default"], 2, 0)
+
+
+def test_target_shares_count_each_enemy_types_targets_in_living_envs_only():
+    from benchmarks.research.checkpoint_rules import _fractions, target_shares
+    from marl.envs.smac.sim.units import N_STATE, N_TYPES, S_HP, S_TGT, TYPE_INDEX
+
+    st, ze = TYPE_INDEX["stalker"], TYPE_INDEX["zealot"]
+    utype = np.array([st, ze, st + N_TYPES, ze + N_TYPES])  # allies: stalker, zealot; enemies the same
+    S = np.zeros((3, 4, N_STATE))
+    S[:, :, S_HP] = 1.0
+    S[:, 2, S_TGT] = [0, 1, 0]  # enemy stalker: ally stalker, ally zealot, ally stalker (env 2 is over)
+    S[:, 3, S_TGT] = [1, -1, 1]  # enemy zealot: ally zealot, nothing
+    S[1, 3, S_HP] = 0.0  # a dead enemy counts for nothing
+    got = target_shares(S, utype, 2, np.array([True, True, False]))
+    assert got == {"stalker>stalker": 1.0, "stalker>zealot": 1.0, "zealot>zealot": 1.0}
+    assert _fractions(got) == "stalker>stalker 0.50, stalker>zealot 0.50, zealot>zealot 1.00"

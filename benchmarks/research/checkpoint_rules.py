@@ -47,6 +47,24 @@ def pinned(S: np.ndarray, before_XY: np.ndarray, utype: np.ndarray) -> np.ndarra
     return (S[:, :, S_HP] > 0) & unmoved & out_of_reach
 
 
+def target_shares(S: np.ndarray, utype: np.ndarray, na: int, live: np.ndarray) -> dict[str, float]:
+    """Per enemy type, the count of living enemies (in the envs ``live``) whose target is an ally of each
+    type, keyed ``"<enemy type>><ally type>"``, plus ``"<enemy type>>none"``."""
+    from marl.envs.smac.sim.units import N_TYPES, S_HP, S_TGT
+    from marl.envs.smac.types import UNIT_NAMES
+
+    out: dict[str, float] = {}
+    tgt = S[:, na:, S_TGT].astype(np.int64)
+    alive = (S[:, na:, S_HP] > 0) & live[:, None]
+    for k, u in enumerate(utype[na:]):
+        name = UNIT_NAMES[u % N_TYPES]
+        for e in np.flatnonzero(alive[:, k]):
+            t = tgt[e, k]
+            key = f"{name}>{UNIT_NAMES[utype[t] % N_TYPES] if t >= 0 else 'none'}"
+            out[key] = out.get(key, 0.0) + 1.0
+    return out
+
+
 def play(run: Path, rules: list[str], episodes: int, seed: int) -> list[dict[str, float]]:
     """Greedy win rate (with its Wilson interval) and mean return of ``run``'s newest intact checkpoint
     under each of ``rules``, ``episodes`` episodes each, all envs stepped together."""
@@ -72,12 +90,15 @@ def play(run: Path, rules: list[str], episodes: int, seed: int) -> list[dict[str
         ret, won = np.zeros(episodes), np.zeros(episodes, dtype=bool)
         eng, n = env.engine, env.n_agents
         held = np.zeros((episodes, 2))  # pinned unit-steps of the allies, the enemies
+        shares: dict[str, float] = {}
         while running.any():
             acts = controller.select_actions(env.get_obs(), env.get_avail_actions(), 0, test_mode=True)
             before_XY = eng.S[:, :, :2].copy()
             r, term, step_info = env.step(acts, running)
             mask = pinned(eng.S, before_XY, eng.utype) & running[:, None]
             held += np.stack([mask[:, :n].sum(1), mask[:, n:].sum(1)], axis=1)
+            for key, v in target_shares(eng.S, eng.utype, n, running).items():
+                shares[key] = shares.get(key, 0.0) + v
             ret[running] += r[running]
             won |= running & term & step_info["battle_won"]
             running &= ~term
@@ -86,9 +107,17 @@ def play(run: Path, rules: list[str], episodes: int, seed: int) -> list[dict[str
         out.append(
             {"map": cfg.env.map_name, "alg": cfg.alg, "rules": rule, "win": float(won.mean()), "lo": lo,
              "hi": hi, "ret": float(ret.mean()), "held_allies": float(held[:, 0].mean()),
-             "held_enemies": float(held[:, 1].mean())}
+             "held_enemies": float(held[:, 1].mean()), "targets": _fractions(shares)}
         )  # fmt: skip
     return out
+
+
+def _fractions(counts: dict[str, float]) -> str:
+    """``"stalker>zealot 0.29, ..."``: each enemy type's targets as fractions of its unit-steps."""
+    total: dict[str, float] = {}
+    for key, v in counts.items():
+        total[key.split(">")[0]] = total.get(key.split(">")[0], 0.0) + v
+    return ", ".join(f"{k} {v / total[k.split('>')[0]]:.2f}" for k, v in sorted(counts.items()))
 
 
 def main() -> None:
@@ -97,18 +126,23 @@ def main() -> None:
     ap.add_argument("--rules", nargs="+", default=["default"])
     ap.add_argument("--episodes", type=int, default=64)
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--targets", action="store_true", help="add what the enemies target, by unit type")
     ap.add_argument("--out", default="", help="append this run (header and table) to a markdown file")
     args = ap.parse_args()
     if args.episodes < 1:
         ap.error("--episodes must be >= 1")
     run = harness.start()
     head = "| map | run | rules | greedy win % [95 %] | return | pinned unit-steps a game: allies, enemies |"
+    if args.targets:
+        head += " enemies' targets (enemy type>ally type: share of its unit-steps after each step) |"
     rows = [head]
-    rows.append("|---|---|---|---|---|---|")
+    rows.append("|---|---|---|---|---|---|" + ("---|" if args.targets else ""))
     for r in play(args.run, args.rules, args.episodes, args.seed):
         ci = f"{100 * r['win']:.0f} [{100 * r['lo']:.0f}, {100 * r['hi']:.0f}]"
         held = f"{r['held_allies']:.1f}, {r['held_enemies']:.1f}"
         rows.append(f"| {r['map']} | {r['alg']} | {r['rules']} | {ci} | {r['ret']:.1f} | {held} |")
+        if args.targets:
+            rows[-1] += f" {r['targets']} |"
         print(rows[-1], flush=True)
     if args.out:
         note = f"seed {args.seed}; {args.episodes} episodes a cell"

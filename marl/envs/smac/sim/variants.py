@@ -45,6 +45,14 @@ never a module-level switch, so Numba's on-disk cache cannot serve a stale varia
 * ``R_KEEP_MELEE`` 1 / ``R_KEEP_RANGED`` 1: ``R_NO_RETALIATE`` for melee units only (weapon range below
   ``MELEE_RANGE``: zealots, zerglings, banelings) / for ranged units only: which side of a mixed army's
   switch trained policies lean on.
+* ``R_PREF_ATTACKER`` 1: when acquiring, a threat whose attack order targets this unit comes first (before
+  the closest): the reading of the threat criterion as "attacking me" rather than "able to attack me"
+  (a community answer on target choice: "units will preferentially attack enemy units that are attacking
+  them"); with ``noretaliate`` it is Liquipedia's keep-the-target with attackers preferred at each
+  re-acquisition, the switch's alternative.
+* ``R_CLOSER`` k > 0: the retaliation switch only to an attacker no farther (centre to centre) than the
+  unit's current target plus (k - 1)/4: a stalker fighting a zealot in front of it is not turned by the
+  stalker behind (``closer1``: strictly no farther).
 * ``R_KEEP_FOE`` 1: the retaliation switch only when the unit's current target is not itself targeting the
   unit: one fighting a unit that fights back keeps it (trained policies on 3s5z and 10m_vs_11m lean on the
   switch; the switch's exact form is our reading of D).
@@ -69,6 +77,7 @@ from marl.envs.smac.sim.targeting import _busy, _call_for_help, _fresh_attacker,
 from marl.envs.smac.sim.units import (
     ACQUIRE,
     AMOVE,
+    ATTACK,
     LOOPS_PER_STEP,
     RANGE,
     S_HP,
@@ -86,8 +95,8 @@ from marl.envs.smac.sim.weapons import _attack, _burst
 
 R_SCAN, R_RANDOM, R_NO_RETALIATE, R_THREAT_RANGE, R_DELAY, R_SHARED, R_DEATH_BURST = 0, 1, 2, 3, 4, 5, 6
 R_PUSH, R_NO_HELP, R_UNPIN, R_CHASE, R_KEEP_FOE, R_STICK, R_IN_RANGE = 7, 8, 9, 10, 11, 12, 13
-R_KEEP_MELEE, R_KEEP_RANGED = 14, 15
-N_RULES = 16
+R_KEEP_MELEE, R_KEEP_RANGED, R_PREF_ATTACKER, R_CLOSER = 14, 15, 16, 17
+N_RULES = 18
 MELEE_RANGE = 1.0  # a weapon range below this is melee (zealot 0.1, zergling 0.1, baneling 0.25)
 V_SCAN, V_DELAY, V_STICK = 0, 1, 2
 N_V = 3
@@ -95,7 +104,7 @@ N_V = 3
 _KEYS = {"scan": R_SCAN, "random": R_RANDOM, "noretaliate": R_NO_RETALIATE, "threat_range": R_THREAT_RANGE}
 _KEYS.update(delay=R_DELAY, shared=R_SHARED, deathburst=R_DEATH_BURST, push=R_PUSH, nohelp=R_NO_HELP)
 _KEYS.update(unpin=R_UNPIN, chase=R_CHASE, keepfoe=R_KEEP_FOE, stick=R_STICK, inrange=R_IN_RANGE)
-_KEYS.update(keepmelee=R_KEEP_MELEE, keepranged=R_KEEP_RANGED)
+_KEYS.update(keepmelee=R_KEEP_MELEE, keepranged=R_KEEP_RANGED, prefattacker=R_PREF_ATTACKER, closer=R_CLOSER)
 
 
 def parse_rules(text: str) -> np.ndarray:
@@ -112,10 +121,10 @@ def parse_rules(text: str) -> np.ndarray:
         if name not in _KEYS:
             raise ValueError(f"unknown targeting rule {part!r}; known: {sorted(_KEYS)}")
         num = part[len(name) :]
-        if (name in ("scan", "delay", "push", "chase", "stick")) != bool(num):
+        if (name in ("scan", "delay", "push", "chase", "stick", "closer")) != bool(num):
             raise ValueError(
                 f"{part!r}: scan, delay and stick take a number of loops, push of passes, chase a slide"
-                " in quarters of the overlap; the others none"
+                " in quarters of the overlap, closer a margin in quarters plus one; the others none"
             )
         rules[_KEYS[name]] = int(num) if num else 1
     if rules[R_SHARED] and rules[R_SCAN] <= 1:
@@ -125,10 +134,12 @@ def parse_rules(text: str) -> np.ndarray:
 
 @engine_jit
 def _class(e, i, j, props, utype, S, rules):
-    """Candidate class of ally ``j`` for enemy ``i`` (lower first): threats in their own range, threats,
-    others."""
+    """Candidate class of ally ``j`` for enemy ``i`` (lower first): threats in their own range or attacking
+    ``i``, threats, others."""
     if not _is_threat(props, utype, j, i):
         return 2
+    if rules[R_PREF_ATTACKER] > 0 and S[e, j, S_OK] == ATTACK and int(S[e, j, S_TGT]) == i:
+        return 0
     if rules[R_THREAT_RANGE] > 0 and dist(e, i, j, S) <= reach(props, utype, j, i, RANGE):
         return 0
     return 1
@@ -210,6 +221,9 @@ def _enemy_act_rules(e, i, na, props, utype, grid, nav, S, rng, rules, V):
         and dist(e, i, hit_by, S) > reach(props, utype, i, hit_by, RANGE)
     ):
         hit_by = -1  # the attacker stands beyond its weapon's reach: it keeps the target it is fighting
+    if rules[R_CLOSER] > 0 and t >= 0 and hit_by >= 0:
+        if dist(e, i, hit_by, S) > dist(e, i, t, S) + 0.25 * (rules[R_CLOSER] - 1):
+            hit_by = -1  # the attacker stands farther than the target it is fighting (beyond the margin)
     if hit_by >= 0:
         if rules[R_STICK] > 0 and hit_by != t:
             V[e, i, V_STICK] = rules[R_STICK]
