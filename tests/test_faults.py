@@ -177,8 +177,10 @@ def test_resume_rewinds_logs_to_the_checkpoint(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("overlap", ["false", "true"])
 def test_exact_resume_reproduces_the_uninterrupted_run(tmp_path, overlap):
-    """Also with acting beside learning: a checkpoint falls between rounds, where no batch is in flight."""
+    """Also with acting beside learning: a checkpoint falls between rounds, where no batch is in flight.
+    The learner step is compiled: this is the compiled learner's exact-resume test."""
     common = (
+        "learner.use_jit=true",
         "checkpoint.save_buffer=true",
         "log.log_interval=50",
         "learner.target_update_interval=20",

@@ -53,7 +53,8 @@ def test_run_beside_waits_for_the_thread_when_work_fails_and_reraises_act_errors
 
 def _trainer(tmp_path: Path, name: str, *extra: str, alg: str = "qmix") -> Trainer:
     tiny = [o for o in TINY if alg == "qmix" or not o.startswith("mixer.")]
-    overrides = [*tiny, f"results_dir={tmp_path}", f"run_name={name}", *extra]
+    # the compiled learner step, as a run has it by default: updates overlap acting while a graph runs
+    overrides = [*tiny, "learner.use_jit=true", f"results_dir={tmp_path}", f"run_name={name}", *extra]
     return Trainer(load_config(alg, env="fake", overrides=overrides))
 
 
