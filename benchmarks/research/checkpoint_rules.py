@@ -47,10 +47,14 @@ def pinned(S: np.ndarray, before_XY: np.ndarray, utype: np.ndarray) -> np.ndarra
     return (S[:, :, S_HP] > 0) & unmoved & out_of_reach
 
 
+FAR = 6.0  # beyond a marine's scan reach (5 + both radii 0.375)
+
+
 def target_shares(S: np.ndarray, utype: np.ndarray, na: int, live: np.ndarray) -> dict[str, float]:
     """Per enemy type, the count of living enemies (in the envs ``live``) whose target is an ally of each
-    type, keyed ``"<enemy type>><ally type>"``, plus ``"<enemy type>>none"``."""
-    from marl.envs.smac.sim.units import N_TYPES, S_HP, S_TGT
+    type, keyed ``"<enemy type>><ally type>"``, plus ``"<enemy type>>none"`` and, of those, the ones whose
+    nearest living ally stands ``FAR`` or more away (centre to centre), ``"<enemy type>>none, far"``."""
+    from marl.envs.smac.sim.units import N_TYPES, S_HP, S_TGT, S_X, S_Y
     from marl.envs.smac.types import UNIT_NAMES
 
     out: dict[str, float] = {}
@@ -62,6 +66,11 @@ def target_shares(S: np.ndarray, utype: np.ndarray, na: int, live: np.ndarray) -
             t = tgt[e, k]
             key = f"{name}>{UNIT_NAMES[utype[t] % N_TYPES] if t >= 0 else 'none'}"
             out[key] = out.get(key, 0.0) + 1.0
+            allies = S[e, :na, S_HP] > 0
+            if t < 0 and allies.any():
+                d = np.hypot(S[e, :na, S_X] - S[e, na + k, S_X], S[e, :na, S_Y] - S[e, na + k, S_Y])
+                if d[allies].min() >= FAR:
+                    out[f"{name}>none, far"] = out.get(f"{name}>none, far", 0.0) + 1.0
     return out
 
 
@@ -116,7 +125,8 @@ def _fractions(counts: dict[str, float]) -> str:
     """``"stalker>zealot 0.29, ..."``: each enemy type's targets as fractions of its unit-steps."""
     total: dict[str, float] = {}
     for key, v in counts.items():
-        total[key.split(">")[0]] = total.get(key.split(">")[0], 0.0) + v
+        if not key.endswith(", far"):  # a part of "<type>>none", not a target of its own
+            total[key.split(">")[0]] = total.get(key.split(">")[0], 0.0) + v
     return ", ".join(f"{k} {v / total[k.split('>')[0]]:.2f}" for k, v in sorted(counts.items()))
 
 
@@ -134,7 +144,10 @@ def main() -> None:
     run = harness.start()
     head = "| map | run | rules | greedy win % [95 %] | return | pinned unit-steps a game: allies, enemies |"
     if args.targets:
-        head += " enemies' targets (enemy type>ally type: share of its unit-steps after each step) |"
+        head += (
+            " enemies' targets (enemy type>ally type: share of its unit-steps after each step; none, far: no"
+            f" target and no living ally within {FAR:g}) |"
+        )
     rows = [head]
     rows.append("|---|---|---|---|---|---|" + ("---|" if args.targets else ""))
     for r in play(args.run, args.rules, args.episodes, args.seed):
