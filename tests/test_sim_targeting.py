@@ -118,7 +118,7 @@ def test_rule_names_parse_and_all_zero_rules_run_the_default_kernel():
     assert not parse_rules("default").any()
     r = parse_rules("scan4+shared+noretaliate+delay2")
     assert (r[R_SCAN], r[R_SHARED], r[R_NO_RETALIATE], r[R_DELAY], r[R_RANDOM]) == (4, 1, 1, 2, 0)
-    for bad in ("scan", "noretaliate2", "retaliate", "focus", "shared", "closer", "prefattacker1"):
+    for bad in ("scan", "noretaliate2", "retaliate", "focus", "shared", "closer", "prefattacker1", "leash"):
         with pytest.raises(ValueError):
             parse_rules(bad)
     assert (
@@ -249,6 +249,37 @@ def test_prefattacker_acquires_the_marine_attacking_it_before_the_closest(rules,
     eng.step(np.array([STOP, ATTACK_ENEMY_0]))
     assert S[2, S_HP] == 45 and S[1, S_TGT] == 2
     assert S[2, S_TGT] == pick
+
+
+@pytest.mark.parametrize("rules", [None, "leash21", "leash7"])
+def test_leash_chases_a_target_that_left_weapon_range_until_the_leash_breaks(rules):
+    """The enemy's target steps to 13 away (beyond its weapon and scan reach 5.75): the engine drops it and
+    walks on; ``leash21`` chases it until it fires again; ``leash7`` gives up 7 from where it took the
+    target and walks back towards that point before it goes on."""
+    eng, S = ruled(spec_of([("marine", 2, (9, 16))], [("marine", 1, (16, 16))]), rules)
+    place(S, 2, 16.0)
+    place(S, 0, 11.5)
+    place(S, 1, 30.0, 30.0)
+    eng.step(np.array([STOP, STOP]))
+    assert S[2, S_TGT] == 0
+    x0 = S[2, S_X]
+    place(S, 0, x0 - 13.0)
+    S[0, S_HP] = 1000.0  # it outlives the chase
+    eng.step(np.array([STOP, STOP]))
+    if rules is None:
+        assert S[2, S_TGT] == -1
+        return
+    assert S[2, S_TGT] == 0 and S[2, S_X] < x0 - 0.5  # chasing
+    xs = [S[2, S_X]]
+    for _ in range(8):
+        eng.step(np.array([STOP, STOP]))
+        xs.append(S[2, S_X])
+    low = int(np.argmin(xs))
+    if rules == "leash21":
+        assert S[2, S_TGT] == 0 and S[0, S_HP] < 1000.0  # caught up and firing
+    else:
+        assert S[0, S_HP] == 1000.0 and 6.5 < x0 - xs[low] < 8.0  # gave up about 7 out
+        assert max(xs[low:]) > xs[low] + 1.0  # and walked back
 
 
 def test_random_choice_picks_a_farther_candidate_sometimes_the_default_never():

@@ -53,6 +53,14 @@ never a module-level switch, so Numba's on-disk cache cannot serve a stale varia
 * ``R_CLOSER`` k > 0: the retaliation switch only to an attacker no farther (centre to centre) than the
   unit's current target plus (k - 1)/4: a stalker fighting a zealot in front of it is not turned by the
   stalker behind (``closer1``: strictly no farther).
+* ``R_LEASH`` k > 0: a target that leaves weapon range is chased, not dropped, while the unit stands within k
+  of its leash point (where it took a target after having none); beyond it the unit drops the target and
+  walks back, acquiring nothing until it is within ``LEASH_RESET`` of that point. X (Core GameData, SC2
+  4.6.2): ``AcquireLeashRadius`` 21, ``AcquireLeashResetRadius`` 5, ``AcquireMovementLimit`` 21; their
+  meaning is not in our primary sources (a secondary compilation quoting a mapping wiki reads the first as
+  how far an idle unit chases an auto-acquired target before it returns, the second as the circle it must
+  re-enter before it acquires again). The anchor for a unit on attack-move is our reading. ``leash21``:
+  X's radius.
 * ``R_KEEP_FOE`` 1: the retaliation switch only when the unit's current target is not itself targeting the
   unit: one fighting a unit that fights back keeps it (trained policies on 3s5z and 10m_vs_11m lean on the
   switch; the switch's exact form is our reading of D).
@@ -66,6 +74,8 @@ with the recorded episodes (``benchmarks/research/targeting_fit.py``).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -73,7 +83,14 @@ from marl.envs.smac.sim.contact import _push, push_passes
 from marl.envs.smac.sim.jit import engine_jit
 from marl.envs.smac.sim.physics import can_hit, dist, rand_int, reach, step_toward
 from marl.envs.smac.sim.stepper import _issue_orders, _settle_cooldowns, _shuffle, _update_unit
-from marl.envs.smac.sim.targeting import _busy, _call_for_help, _fresh_attacker, _is_threat, _kept
+from marl.envs.smac.sim.targeting import (
+    _busy,
+    _call_for_help,
+    _fresh_attacker,
+    _is_threat,
+    _kept,
+    _threat_in_weapon_range,
+)
 from marl.envs.smac.sim.units import (
     ACQUIRE,
     AMOVE,
@@ -87,6 +104,8 @@ from marl.envs.smac.sim.units import (
     S_OY,
     S_SH,
     S_TGT,
+    S_X,
+    S_Y,
     SPEED,
     SPLASH,
     SPLASH_EXPLODE,
@@ -95,16 +114,18 @@ from marl.envs.smac.sim.weapons import _attack, _burst
 
 R_SCAN, R_RANDOM, R_NO_RETALIATE, R_THREAT_RANGE, R_DELAY, R_SHARED, R_DEATH_BURST = 0, 1, 2, 3, 4, 5, 6
 R_PUSH, R_NO_HELP, R_UNPIN, R_CHASE, R_KEEP_FOE, R_STICK, R_IN_RANGE = 7, 8, 9, 10, 11, 12, 13
-R_KEEP_MELEE, R_KEEP_RANGED, R_PREF_ATTACKER, R_CLOSER = 14, 15, 16, 17
-N_RULES = 18
+R_KEEP_MELEE, R_KEEP_RANGED, R_PREF_ATTACKER, R_CLOSER, R_LEASH = 14, 15, 16, 17, 18
+N_RULES = 19
 MELEE_RANGE = 1.0  # a weapon range below this is melee (zealot 0.1, zergling 0.1, baneling 0.25)
-V_SCAN, V_DELAY, V_STICK = 0, 1, 2
-N_V = 3
+V_SCAN, V_DELAY, V_STICK, V_AX, V_AY, V_LEASHED = 0, 1, 2, 3, 4, 5
+N_V = 6
+LEASH_RESET = 5.0  # X: Core GameData, AcquireLeashResetRadius
 
 _KEYS = {"scan": R_SCAN, "random": R_RANDOM, "noretaliate": R_NO_RETALIATE, "threat_range": R_THREAT_RANGE}
 _KEYS.update(delay=R_DELAY, shared=R_SHARED, deathburst=R_DEATH_BURST, push=R_PUSH, nohelp=R_NO_HELP)
 _KEYS.update(unpin=R_UNPIN, chase=R_CHASE, keepfoe=R_KEEP_FOE, stick=R_STICK, inrange=R_IN_RANGE)
-_KEYS.update(keepmelee=R_KEEP_MELEE, keepranged=R_KEEP_RANGED, prefattacker=R_PREF_ATTACKER, closer=R_CLOSER)
+_KEYS.update(keepmelee=R_KEEP_MELEE, keepranged=R_KEEP_RANGED, prefattacker=R_PREF_ATTACKER)
+_KEYS.update(closer=R_CLOSER, leash=R_LEASH)
 
 
 def parse_rules(text: str) -> np.ndarray:
@@ -121,10 +142,11 @@ def parse_rules(text: str) -> np.ndarray:
         if name not in _KEYS:
             raise ValueError(f"unknown targeting rule {part!r}; known: {sorted(_KEYS)}")
         num = part[len(name) :]
-        if (name in ("scan", "delay", "push", "chase", "stick", "closer")) != bool(num):
+        if (name in ("scan", "delay", "push", "chase", "stick", "closer", "leash")) != bool(num):
             raise ValueError(
                 f"{part!r}: scan, delay and stick take a number of loops, push of passes, chase a slide"
-                " in quarters of the overlap, closer a margin in quarters plus one; the others none"
+                " in quarters of the overlap, closer a margin in quarters plus one, leash a radius; the"
+                " others none"
             )
         rules[_KEYS[name]] = int(num) if num else 1
     if rules[R_SHARED] and rules[R_SCAN] <= 1:
@@ -197,14 +219,52 @@ def _scan_due(e, i, S, rng, rules, V):
 
 
 @engine_jit
+def _kept_leash(e, i, na, props, utype, S, V, radius):
+    """``targeting._kept`` under ``R_LEASH``: a target beyond weapon range is kept (chased) while the unit
+    stands within ``radius`` of its leash point; past it the target is dropped and the unit leashed."""
+    t = int(S[e, i, S_TGT])
+    if t < 0:
+        return -1
+    if S[e, t, S_HP] <= 0.0:
+        return -1
+    if not _is_threat(props, utype, t, i) and _threat_in_weapon_range(e, i, na, props, utype, S):
+        return -1
+    if dist(e, i, t, S) > reach(props, utype, i, t, RANGE):
+        if math.hypot(S[e, i, S_X] - V[e, i, V_AX], S[e, i, S_Y] - V[e, i, V_AY]) > radius:
+            V[e, i, V_LEASHED] = 1.0
+            return -1
+    return t
+
+
+@engine_jit
+def _leashed_walk(e, i, props, utype, grid, nav, S, V):
+    """A leashed unit walks back to its leash point and acquires nothing until it is within
+    ``LEASH_RESET`` of it; whether it still was leashed this loop."""
+    if V[e, i, V_LEASHED] <= 0.0:
+        return False
+    if math.hypot(S[e, i, S_X] - V[e, i, V_AX], S[e, i, S_Y] - V[e, i, V_AY]) <= LEASH_RESET:
+        V[e, i, V_LEASHED] = -1.0
+        return False
+    S[e, i, S_TGT] = -1
+    step_toward(e, i, V[e, i, V_AX], V[e, i, V_AY], props[utype[i], SPEED], S, props, utype, grid, nav)
+    return True
+
+
+@engine_jit
 def _enemy_act_rules(e, i, na, props, utype, grid, nav, S, rng, rules, V):
     """``targeting._enemy_act`` with the candidate rules (see the module docstring)."""
     due = _scan_due(e, i, S, rng, rules, V)  # the scan clock runs in every loop, wind-ups included
     V[e, i, V_STICK] -= 1.0  # so does the hold after a retaliation switch
     if _busy(e, i, na, props, utype, grid, nav, S, rng):
         return
+    leash = rules[R_LEASH] > 0
+    if leash and _leashed_walk(e, i, props, utype, grid, nav, S, V):
+        return
     old = int(S[e, i, S_TGT])
-    t = _kept(e, i, na, props, utype, S)
+    if leash:
+        t = _kept_leash(e, i, na, props, utype, S, V, rules[R_LEASH])
+    else:
+        t = _kept(e, i, na, props, utype, S)
     hit_by = -1 if rules[R_NO_RETALIATE] > 0 else _fresh_attacker(e, i, na, props, utype, S)
     if rules[R_KEEP_FOE] > 0 and t >= 0 and int(S[e, t, S_TGT]) == i:
         hit_by = -1  # its target is fighting it: no switch
@@ -232,6 +292,8 @@ def _enemy_act_rules(e, i, na, props, utype, grid, nav, S, rng, rules, V):
         t = _acquire_rules(e, i, na, props, utype, S, rng, rules)
     if t >= 0 and t != old:
         V[e, i, V_DELAY] = rules[R_DELAY]
+        if old < 0:  # a target after none: the leash point is where the unit stands
+            V[e, i, V_AX], V[e, i, V_AY] = S[e, i, S_X], S[e, i, S_Y]
     S[e, i, S_TGT] = t
     if t >= 0 and V[e, i, V_DELAY] <= 0.0:
         _attack(e, i, t, na, props, utype, grid, nav, S, rng)
