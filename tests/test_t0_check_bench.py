@@ -119,3 +119,23 @@ def test_target_shares_count_each_enemy_types_targets_in_living_envs_only():
     got = target_shares(S, utype, 2, np.array([True, True, False]))
     assert got["zealot>none"] == 1.0 and got["zealot>none, far"] == 1.0
     assert _fractions(got).endswith("zealot>none 0.50, zealot>none, far 0.50, zealot>zealot 0.50")
+
+
+def test_targeting_forms_table_has_a_target_row_and_one_row_per_form(tmp_path):
+    from benchmarks.research import targeting_forms
+
+    assert targeting_forms.game_band("3s5z") == "0.41 [0.22, 0.62]"  # the SMAC paper's 5 QMIX runs at 300k
+    assert targeting_forms.game_band("no_such_map") == "-"
+    out = tmp_path / "forms.md"
+    text = targeting_forms.main(
+        ["--forms", "default", "noretaliate", "--heuristic-maps", "3m", "3s5z", "--heuristic-episodes", "4",
+         "--out", str(out)]
+    )  # fmt: skip
+    lines = text.splitlines()
+    assert lines[0] == "| form | heuristic 3m % | heuristic 3s5z % |"
+    assert lines[2] == "| **target** | - | 42 (b) |"
+    assert [row.split(" | ")[0] for row in lines[3:]] == ["| default", "| noretaliate"]
+    assert all(0.0 <= float(c) <= 100.0 for row in lines[3:] for c in row.strip("| ").split(" | ")[1:])
+    assert out.read_text().startswith("# Candidate forms") and text in out.read_text()
+    with pytest.raises(SystemExit):
+        targeting_forms.main(["--forms", "nosuchrule"])
