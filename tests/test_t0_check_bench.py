@@ -103,7 +103,7 @@ def test_checkpoint_rules_plays_a_smac_checkpoint_under_rules_and_refuses_other_
 
 def test_target_shares_count_each_enemy_types_targets_in_living_envs_only():
     from benchmarks.research.checkpoint_rules import _fractions, target_shares
-    from marl.envs.smac.sim.units import N_STATE, N_TYPES, S_HP, S_TGT, S_X, TYPE_INDEX
+    from marl.envs.smac.sim.units import N_STATE, N_TYPES, S_HP, S_TGT, TYPE_INDEX
 
     st, ze = TYPE_INDEX["stalker"], TYPE_INDEX["zealot"]
     utype = np.array([st, ze, st + N_TYPES, ze + N_TYPES])  # allies: stalker, zealot; enemies the same
@@ -115,10 +115,12 @@ def test_target_shares_count_each_enemy_types_targets_in_living_envs_only():
     got = target_shares(S, utype, 2, np.array([True, True, False]))
     assert got == {"stalker>stalker": 1.0, "stalker>zealot": 1.0, "zealot>zealot": 1.0}
     assert _fractions(got) == "stalker>stalker 0.50, stalker>zealot 0.50, zealot>zealot 1.00"
-    S[1, 3, S_HP], S[1, 3, S_X] = 1.0, 7.0  # env 1's enemy zealot, no target, 7 from both allies (at x 0)
-    got = target_shares(S, utype, 2, np.array([True, True, False]))
-    assert got["zealot>none"] == 1.0 and got["zealot>none, far"] == 1.0
-    assert _fractions(got).endswith("zealot>none 0.50, zealot>none, far 0.50, zealot>zealot 0.50")
+    S[1, 3, S_HP] = 1.0  # env 1's enemy zealot, alive with no target: counted apart once the approach is over
+    got = target_shares(S, utype, 2, np.array([True, True, False]), step=8)
+    assert got["zealot>none"] == 1.0 and "zealot>none, fighting" not in got
+    got = target_shares(S, utype, 2, np.array([True, True, False]), step=9)
+    assert got["zealot>none"] == 1.0 and got["zealot>none, fighting"] == 1.0
+    assert _fractions(got).endswith("zealot>none 0.50, zealot>none, fighting 0.50, zealot>zealot 0.50")
 
 
 def test_targeting_forms_table_has_a_target_row_and_one_row_per_form(tmp_path):

@@ -47,14 +47,16 @@ def pinned(S: np.ndarray, before_XY: np.ndarray, utype: np.ndarray) -> np.ndarra
     return (S[:, :, S_HP] > 0) & unmoved & out_of_reach
 
 
-FAR = 6.0  # beyond a marine's scan reach (5 + both radii 0.375)
+APPROACH = 8  # the first steps of an episode, while the two sides walk in
 
 
-def target_shares(S: np.ndarray, utype: np.ndarray, na: int, live: np.ndarray) -> dict[str, float]:
+def target_shares(
+    S: np.ndarray, utype: np.ndarray, na: int, live: np.ndarray, step: int = APPROACH + 1
+) -> dict[str, float]:
     """Per enemy type, the count of living enemies (in the envs ``live``) whose target is an ally of each
-    type, keyed ``"<enemy type>><ally type>"``, plus ``"<enemy type>>none"`` and, of those, the ones whose
-    nearest living ally stands ``FAR`` or more away (centre to centre), ``"<enemy type>>none, far"``."""
-    from marl.envs.smac.sim.units import N_TYPES, S_HP, S_TGT, S_X, S_Y
+    type, keyed ``"<enemy type>><ally type>"``, plus ``"<enemy type>>none"`` and, when ``step`` (the
+    episode's step just taken, from 1) is past the first ``APPROACH``, ``"<enemy type>>none, fighting"``."""
+    from marl.envs.smac.sim.units import N_TYPES, S_HP, S_TGT
     from marl.envs.smac.types import UNIT_NAMES
 
     out: dict[str, float] = {}
@@ -66,11 +68,8 @@ def target_shares(S: np.ndarray, utype: np.ndarray, na: int, live: np.ndarray) -
             t = tgt[e, k]
             key = f"{name}>{UNIT_NAMES[utype[t] % N_TYPES] if t >= 0 else 'none'}"
             out[key] = out.get(key, 0.0) + 1.0
-            allies = S[e, :na, S_HP] > 0
-            if t < 0 and allies.any():
-                d = np.hypot(S[e, :na, S_X] - S[e, na + k, S_X], S[e, :na, S_Y] - S[e, na + k, S_Y])
-                if d[allies].min() >= FAR:
-                    out[f"{name}>none, far"] = out.get(f"{name}>none, far", 0.0) + 1.0
+            if t < 0 and step > APPROACH:
+                out[f"{name}>none, fighting"] = out.get(f"{name}>none, fighting", 0.0) + 1.0
     return out
 
 
@@ -100,13 +99,15 @@ def play(run: Path, rules: list[str], episodes: int, seed: int) -> list[dict[str
         eng, n = env.engine, env.n_agents
         held = np.zeros((episodes, 2))  # pinned unit-steps of the allies, the enemies
         shares: dict[str, float] = {}
+        step = 0
         while running.any():
             acts = controller.select_actions(env.get_obs(), env.get_avail_actions(), 0, test_mode=True)
             before_XY = eng.S[:, :, :2].copy()
             r, term, step_info = env.step(acts, running)
+            step += 1
             mask = pinned(eng.S, before_XY, eng.utype) & running[:, None]
             held += np.stack([mask[:, :n].sum(1), mask[:, n:].sum(1)], axis=1)
-            for key, v in target_shares(eng.S, eng.utype, n, running).items():
+            for key, v in target_shares(eng.S, eng.utype, n, running, step).items():
                 shares[key] = shares.get(key, 0.0) + v
             ret[running] += r[running]
             won |= running & term & step_info["battle_won"]
@@ -125,7 +126,7 @@ def _fractions(counts: dict[str, float]) -> str:
     """``"stalker>zealot 0.29, ..."``: each enemy type's targets as fractions of its unit-steps."""
     total: dict[str, float] = {}
     for key, v in counts.items():
-        if not key.endswith(", far"):  # a part of "<type>>none", not a target of its own
+        if not key.endswith(", fighting"):  # a part of "<type>>none", not a target of its own
             total[key.split(">")[0]] = total.get(key.split(">")[0], 0.0) + v
     return ", ".join(f"{k} {v / total[k.split('>')[0]]:.2f}" for k, v in sorted(counts.items()))
 
@@ -145,8 +146,8 @@ def main() -> None:
     head = "| map | run | rules | greedy win % [95 %] | return | pinned unit-steps a game: allies, enemies |"
     if args.targets:
         head += (
-            " enemies' targets (enemy type>ally type: share of its unit-steps after each step; none, far: no"
-            f" target and no living ally within {FAR:g}) |"
+            " enemies' targets (enemy type>ally type: share of its unit-steps after each step;"
+            f" none, fighting: no target after step {APPROACH}) |"
         )
     rows = [head]
     rows.append("|---|---|---|---|---|---|" + ("---|" if args.targets else ""))
