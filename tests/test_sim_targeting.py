@@ -140,29 +140,35 @@ def test_a_no_op_rule_reproduces_the_default_engine_bit_for_bit():
     assert np.array_equal(a.S, b.S) and np.array_equal(a.rng, b.rng)
 
 
-@pytest.mark.parametrize("rules", [None, "noretaliate"])
-def test_a_hit_enemy_switches_to_its_attacker_unless_retaliation_is_off(rules):
+def engaged(rules: str | None):
+    """One enemy marine at x 16 that has taken marine 0 (4.5 away) as its target; marine 1 stands far off."""
     eng, S = ruled(spec_of([("marine", 2, (9, 16))], [("marine", 1, (16, 16))]), rules)
     place(S, 2, 16.0)
-    place(S, 0, 11.5)  # 4.5 away: the enemy's target
+    place(S, 0, 11.5)
     place(S, 1, 30.0, 30.0)
     eng.step(np.array([STOP, STOP]))
     assert S[2, S_TGT] == 0
+    return eng, S
+
+
+@pytest.mark.parametrize(
+    "rules, switches", [(None, True), ("noretaliate", False), ("closer1", False), ("closer5", True)]
+)
+def test_a_hit_enemy_switches_to_its_attacker_unless_retaliation_is_off(rules, switches):
+    """Marine 1 hits the enemy from 5.2 away (0.7 farther than its target): the engine's switch turns it;
+    ``noretaliate`` keeps the target, so does ``closer1`` (no margin); ``closer5`` (margin 1.0) turns it."""
+    eng, S = engaged(rules)
     place(S, 1, 10.8)  # 5.2 away, in its own range and the enemy's scan range: it attacks the enemy
     for _ in range(2):
         eng.step(np.array([STOP, ATTACK_ENEMY_0]))
-    assert S[2, S_HP] < 45 and S[2, S_TGT] == (1 if rules is None else 0)
+    assert S[2, S_HP] < 45 and S[2, S_TGT] == (1 if switches else 0)
 
 
 @pytest.mark.parametrize("rules", [None, "stick64"])
 def test_stick_holds_the_attacker_it_switched_to(rules):
     """Marine 1 hits the enemy (it switches to marine 1), then only marine 0 does: the engine's switch turns
     it back to marine 0, ``stick<k>`` holds marine 1 for k loops."""
-    eng, S = ruled(spec_of([("marine", 2, (9, 16))], [("marine", 1, (16, 16))]), rules)
-    place(S, 2, 16.0)
-    place(S, 0, 11.5)
-    place(S, 1, 30.0, 30.0)
-    eng.step(np.array([STOP, STOP]))
+    eng, S = engaged(rules)
     place(S, 1, 10.8)
     eng.step(np.array([STOP, ATTACK_ENEMY_0]))
     assert S[2, S_TGT] == 1
@@ -222,21 +228,6 @@ def test_keepmelee_and_keepranged_split_the_switch_by_weapon_class(rules, keeps)
     assert S[2, S_TGT] == (0 if keeps else 1)
 
 
-@pytest.mark.parametrize("rules, switches", [(None, True), ("closer1", False), ("closer5", True)])
-def test_closer_switches_only_to_an_attacker_no_farther_than_the_target(rules, switches):
-    """The enemy's target stands 4.5 away, its attacker 5.2 (0.7 farther): the engine's switch turns it,
-    ``closer1`` (no margin) keeps the target, ``closer5`` (margin 1.0) turns it as the engine does."""
-    eng, S = ruled(spec_of([("marine", 2, (9, 16))], [("marine", 1, (16, 16))]), rules)
-    place(S, 2, 16.0)
-    place(S, 0, 11.5)
-    place(S, 1, 30.0, 30.0)
-    eng.step(np.array([STOP, STOP]))
-    place(S, 1, 10.8)
-    for _ in range(2):
-        eng.step(np.array([STOP, ATTACK_ENEMY_0]))
-    assert S[2, S_HP] < 45 and S[2, S_TGT] == (1 if switches else 0)
-
-
 @pytest.mark.parametrize("rules, pick", [("noretaliate", 0), ("noretaliate+prefattacker", 1)])
 def test_prefattacker_acquires_the_marine_attacking_it_before_the_closest(rules, pick):
     """Marine 0 stands 4.0 away, marine 1 5.0 away with an attack order on the enemy (its weapon held, so
@@ -256,12 +247,7 @@ def test_leash_chases_a_target_that_left_weapon_range_until_the_leash_breaks(rul
     """The enemy's target steps to 13 away (beyond its weapon and scan reach 5.75): the engine drops it and
     walks on; ``leash21`` chases it until it fires again; ``leash7`` gives up 7 from where it took the
     target and walks back towards that point before it goes on."""
-    eng, S = ruled(spec_of([("marine", 2, (9, 16))], [("marine", 1, (16, 16))]), rules)
-    place(S, 2, 16.0)
-    place(S, 0, 11.5)
-    place(S, 1, 30.0, 30.0)
-    eng.step(np.array([STOP, STOP]))
-    assert S[2, S_TGT] == 0
+    eng, S = engaged(rules)
     x0 = S[2, S_X]
     place(S, 0, x0 - 13.0)
     S[0, S_HP] = 1000.0  # it outlives the chase
