@@ -33,3 +33,13 @@ def engine(spec, seed=0):
     eng = SimEngine(spec, seed)
     eng.reset()
     return eng, eng._batch.S[0]  # S: (units, columns) view of env 0 for scripted set-ups
+
+
+STOP, ATTACK_ENEMY_0 = 1, 6  # SMAC's actions: stop; attack enemy 0
+
+
+def place(S, unit: int, x: float, y: float = 16.0) -> None:
+    """Put ``unit`` of a one-env state ``S`` (unit, column) at (x, y)."""
+    from marl.envs.smac.sim.units import S_X, S_Y
+
+    S[unit, S_X], S[unit, S_Y] = x, y
