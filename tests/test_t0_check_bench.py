@@ -139,5 +139,6 @@ def test_targeting_forms_table_has_a_target_row_and_one_row_per_form(tmp_path):
     assert [row.split(" | ")[0] for row in lines[3:]] == ["| default", "| noretaliate"]
     assert all(0.0 <= float(c) <= 100.0 for row in lines[3:] for c in row.strip("| ").split(" | ")[1:])
     assert out.read_text().startswith("# Candidate forms") and text in out.read_text()
-    with pytest.raises(SystemExit):
-        targeting_forms.main(["--forms", "nosuchrule"])
+    for bad in (["--forms", "nosuchrule"], ["--episodes", "0"]):
+        with pytest.raises(SystemExit):
+            targeting_forms.main(bad)

@@ -72,6 +72,8 @@ def main(argv: list[str] | None = None) -> str:
     ap.add_argument("--seeds", type=int, default=2, help="engine replays per recorded episode")
     ap.add_argument("--out", default="")
     args = ap.parse_args(argv)
+    if min(args.heuristic_episodes, args.episodes, args.seeds) < 1:
+        ap.error("--heuristic-episodes, --episodes and --seeds must be >= 1")
     from marl.envs.smac.sim.variants import parse_rules
 
     for form in args.forms:
