@@ -135,14 +135,21 @@ def _busy(e, i, na, props, utype, grid, nav, S, rng):
 
 
 @engine_jit_inline
+def _lost(e, i, t, na, props, utype, S):
+    """Whether enemy ``i`` loses target ``t`` wherever it stands (L): ``t`` died, or — a non-threat target —
+    a threat stands within ``i``'s weapon range."""
+    return S[e, t, S_HP] <= 0.0 or (
+        not _is_threat(props, utype, t, i) and _threat_in_weapon_range(e, i, na, props, utype, S)
+    )
+
+
+@engine_jit_inline
 def _kept(e, i, na, props, utype, S):
     """Enemy ``i``'s current target if it keeps it (L: until it dies, leaves weapon range, or — a non-threat
     target — a threat stands within weapon range), else -1."""
     t = int(S[e, i, S_TGT])
     if t >= 0 and (
-        S[e, t, S_HP] <= 0.0
-        or dist(e, i, t, S) > reach(props, utype, i, t, RANGE)
-        or (not _is_threat(props, utype, t, i) and _threat_in_weapon_range(e, i, na, props, utype, S))
+        _lost(e, i, t, na, props, utype, S) or dist(e, i, t, S) > reach(props, utype, i, t, RANGE)
     ):
         return -1
     return t

@@ -55,7 +55,7 @@ from marl.envs.smac.sim.targeting import (
     _fresh_attacker,
     _is_threat,
     _kept,
-    _threat_in_weapon_range,
+    _lost,
 )
 from marl.envs.smac.sim.units import (
     ACQUIRE,
@@ -144,20 +144,21 @@ def _scan_due(e, i, S, rng, rules, V):
 
 
 @engine_jit
+def _from_leash_point(e, i, S, V):
+    """How far unit ``i`` stands from its leash point (centre to centre)."""
+    return math.hypot(S[e, i, S_X] - V[e, i, V_AX], S[e, i, S_Y] - V[e, i, V_AY])
+
+
+@engine_jit
 def _kept_leash(e, i, na, props, utype, S, V, radius):
     """``targeting._kept`` under ``R_LEASH``: a target beyond weapon range is kept (chased) while the unit
     stands within ``radius`` of its leash point; past it the target is dropped and the unit leashed."""
     t = int(S[e, i, S_TGT])
-    if t < 0:
+    if t < 0 or _lost(e, i, t, na, props, utype, S):
         return -1
-    if S[e, t, S_HP] <= 0.0:
+    if dist(e, i, t, S) > reach(props, utype, i, t, RANGE) and _from_leash_point(e, i, S, V) > radius:
+        V[e, i, V_LEASHED] = 1.0
         return -1
-    if not _is_threat(props, utype, t, i) and _threat_in_weapon_range(e, i, na, props, utype, S):
-        return -1
-    if dist(e, i, t, S) > reach(props, utype, i, t, RANGE):
-        if math.hypot(S[e, i, S_X] - V[e, i, V_AX], S[e, i, S_Y] - V[e, i, V_AY]) > radius:
-            V[e, i, V_LEASHED] = 1.0
-            return -1
     return t
 
 
@@ -167,7 +168,7 @@ def _leashed_walk(e, i, props, utype, grid, nav, S, V):
     ``LEASH_RESET`` of it; whether it still was leashed this loop."""
     if V[e, i, V_LEASHED] <= 0.0:
         return False
-    if math.hypot(S[e, i, S_X] - V[e, i, V_AX], S[e, i, S_Y] - V[e, i, V_AY]) <= LEASH_RESET:
+    if _from_leash_point(e, i, S, V) <= LEASH_RESET:
         V[e, i, V_LEASHED] = -1.0
         return False
     S[e, i, S_TGT] = -1
