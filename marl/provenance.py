@@ -87,13 +87,20 @@ def append_provenance(run_dir: Path, event: str, engine: dict[str, Any] | None =
     return entry
 
 
+# Pre-release engine versions whose dynamics a release kept unchanged: the release's name stands for them
+# wherever runs are labelled and pooled. tests/test_engine_version.py holds both to one fingerprint.
+RELEASED_AS: dict[str, str] = {"0.9.2": "1.0.0"}
+
+
 def engine_label(record: dict[str, Any] | None) -> str:
-    """One short text per engine record, the key the report pools runs by: ``sim 0.9.0``, ``sim 0.9.0,
-    smacv2 generator 0.9.0``, ``sc2 4.10.0 (Base75689), smac layer 0.9.0``; ``unknown`` without a record
-    (runs recorded before engine versions, and envs without a versioned engine)."""
+    """One short text per engine record, the key the report pools runs by: ``sim 1.0.0``, ``sim 1.0.0,
+    smacv2 generator 0.9.0``, ``sc2 4.10.0 (Base75689), smac layer 1.0.0``; ``unknown`` without a record
+    (runs recorded before engine versions, and envs without a versioned engine). A pre-release version in
+    :data:`RELEASED_AS` is named by its release (same dynamics)."""
     if not record:
         return "unknown"
     version = record.get("engine_version", "?")
+    version = RELEASED_AS.get(version, version)
     if record.get("backend") == "sc2":
         text = f"sc2 {record.get('game_version', 'unknown')}, smac layer {version}"
     else:

@@ -145,3 +145,16 @@ def test_runs_without_any_engine_still_pool(tmp_path) -> None:
     assert not any((tmp_path / f"qmix_m1_seed{s}" / PROVENANCE_FILE).exists() for s in range(2))
     assert report_main([str(tmp_path), "--no-absolute", "--reps", "100"]) == 0
     assert list(json.loads((tmp_path / "marl_eval.json").read_text())) == ["fake"]
+
+
+def test_runs_of_a_pre_release_a_release_kept_pool_with_the_release_s(tmp_path, capsys) -> None:
+    """1.0.0 froze 0.9.2's dynamics (RELEASED_AS): a run launched on 0.9.2 and resumed on 1.0.0 is one
+    engine, pooled with 1.0.0's runs, and its resume does not warn."""
+    pre = {"engine_version": "0.9.2", "backend": "sim"}
+    release = {"engine_version": "1.0.0", "backend": "sim"}
+    run = run_on(tmp_path, "qmix", 0, pre)
+    append_provenance(run, "resume", release)
+    assert "warning" not in capsys.readouterr().out
+    run_on(tmp_path, "qmix", 1, release)
+    assert report_main([str(tmp_path), "--no-absolute", "--reps", "100"]) == 0
+    assert load_run(run, "test_win_rate", 0.95).engine == "sim 1.0.0"

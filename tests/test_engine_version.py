@@ -14,7 +14,7 @@ import pytest
 from marl.envs.base import EnvInfo
 from marl.envs.smac import ENGINE_VERSION, SMACV2_GENERATOR_VERSION, SMACv2Env, StarCraft2Env
 from marl.envs.smac import fingerprint as fp
-from marl.envs.smac.version import engine_label, engine_record, game_version
+from marl.envs.smac.version import RELEASED_AS, engine_label, engine_record, game_version
 
 FINGERPRINTS = {
     "0.9.0": {
@@ -38,6 +38,16 @@ FINGERPRINTS = {
         "all": "6b90ce0f87e402024f8946aa0cf877d444af7603c078fc005de8c620a1d52621",
     },
     "0.9.2": {
+        "3m/0": "811d1b31e43bb3b7",
+        "3m/1": "0edd4485c2e98edd",
+        "2s3z/0": "2b79c3d3d2b4a0b5",
+        "2c_vs_64zg/0": "214cc6aa658987a8",
+        "bane_vs_bane/0": "486b25a698e17c4f",
+        "protoss_5_vs_5/0": "7ceda75044f36a9c",
+        "protoss_5_vs_5/1": "579f22fa6018e67a",
+        "all": "850ad39f5b73f716405fa8db71cd08e863931986494c15db2994fc6412f8f9b4",
+    },
+    "1.0.0": {
         "3m/0": "811d1b31e43bb3b7",
         "3m/1": "0edd4485c2e98edd",
         "2s3z/0": "2b79c3d3d2b4a0b5",
@@ -133,3 +143,14 @@ def test_sc2_record_names_the_game_build(tmp_path, monkeypatch) -> None:
     (tmp_path / "Versions" / "Base75689").mkdir(parents=True)
     monkeypatch.setenv("SC2PATH", str(tmp_path))
     assert engine_record("sc2", "3m")["game_version"] == "4.10.0 (Base75689)"
+
+
+def test_a_release_that_kept_a_pre_release_s_dynamics_has_its_fingerprint_and_its_runs() -> None:
+    assert RELEASED_AS, "no pre-release is named by a release"
+    for pre, release in RELEASED_AS.items():
+        assert release in FINGERPRINTS and FINGERPRINTS[pre] == FINGERPRINTS[release], (pre, release)
+        assert engine_label({"engine_version": pre, "backend": "sim"}) == f"sim {release}"
+        sc2 = {"engine_version": pre, "backend": "sc2", "game_version": "4.6.2"}
+        assert engine_label(sc2) == f"sc2 4.6.2, smac layer {release}"
+    # every other version keeps its own name
+    assert engine_label({"engine_version": "0.9.1", "backend": "sim"}) == "sim 0.9.1"

@@ -101,12 +101,12 @@ def code_of(provenance: list[dict[str, Any]] | None) -> tuple[str, ...]:
 
 def engine_of(record: dict[str, Any]) -> str:
     """The engine label of a run record (:func:`marl.provenance.engine_label`): ``sim 0.9.0`` ...; several
-    joined by `` -> `` when the run was resumed on another engine, or its absolute metric was evaluated on
-    another one; ``unknown`` when it recorded none."""
+    joined by `` -> `` when the run was resumed on another engine (not one a release renamed), or its
+    absolute metric was evaluated on another one; ``unknown`` when it recorded none."""
     engines = record.get("engine")
     if not isinstance(engines, list):
         engines = engines_of(record.get("provenance"))
-    labels = [engine_label(e) for e in engines if isinstance(e, dict)]
+    labels = list(dict.fromkeys(engine_label(e) for e in engines if isinstance(e, dict)))
     absolute = (record.get("absolute") or {}).get("engine")
     if labels and isinstance(absolute, dict) and engine_label(absolute) not in labels:
         labels.append(engine_label(absolute) + " (absolute metric)")

@@ -7,8 +7,9 @@ set of seeded episodes (:mod:`marl.envs.smac.fingerprint`) to it, so a change wi
 ``SMACV2_GENERATOR_VERSION`` names SMACv2's scenario generator (team and start-position draws,
 :mod:`marl.envs.smac.smacv2.distributions`), which is separate code with its own changes.
 
-Before the engine is frozen (the calibration issue), versions are pre-releases (0.x); the frozen engine
-is 1.0.0. A result is cited with its engine, e.g. "SMAC maps on marl engine 0.9.0".
+Versions before 1.0.0 were pre-releases. 1.0.0 froze the dynamics of pre-release 0.9.2 unchanged (the
+same fingerprint), so runs recorded on 0.9.2 are labelled and pooled as 1.0.0 (``RELEASED_AS``). A result
+is cited with its engine, e.g. "SMAC maps on marl engine 1.0.0".
 
 The record (:func:`engine_record`) also names the resolved backend: ``sim`` (the embedded engine) or ``sc2``
 with the game's build, since ``backend="auto"`` picks the real game whenever it is installed.
@@ -19,9 +20,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from marl.provenance import engine_label  # noqa: F401 (the label of a record, re-exported)
+from marl.provenance import RELEASED_AS, engine_label  # noqa: F401 (labels of records, re-exported)
 
-ENGINE_VERSION = "0.9.2"
+ENGINE_VERSION = "1.0.0"
 SMACV2_GENERATOR_VERSION = "0.9.0"
 
 # StarCraft II builds (the Versions/Base<build> folder) and their game versions, from pysc2's
