@@ -23,8 +23,8 @@ def test_pages_are_in_sync_with_the_results_files(page):
 
 def test_the_readme_holds_the_engine_table_and_the_papers_runs():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert list(TARGETS["README.md"]) == ["engine_results", "smac_paper"]
-    assert readme.count("<!-- BEGIN ") == 2
+    assert list(TARGETS["README.md"]) == ["engine_results", "engine_suite", "smac_paper"]
+    assert readme.count("<!-- BEGIN ") == 3
     # QMIX's published runs on 2s3z at 2M steps (benchmarks/data/smac_paper_runs.json): median 0.97 of 5 runs
     assert "| 2s3z | 5 | 1.00 [0.97, 1.00] | 0.97 [0.94, 1.00] |" in readme
 
@@ -134,8 +134,10 @@ def test_throughput_block_shows_the_stage_by_stage_step_when_measured(tmp_path):
     assert want in block
 
 
-def _paper_records(folder: Path, wins: dict[int, tuple[str, float]]) -> None:
-    """qmix_smac_paper records on 2s3z: seed -> (engine version, test win rate at 300k)."""
+def _paper_records(
+    folder: Path, wins: dict[int, tuple[str, float]], alg: str = "qmix_smac_paper", task: str = "2s3z"
+) -> None:
+    """``alg``'s records on ``task``: seed -> (engine version, test win rate at 300k)."""
     from marl.report.records import RECORD_FORMAT, RECORD_VERSION, write_record
 
     for seed, (version, win) in wins.items():
@@ -143,8 +145,8 @@ def _paper_records(folder: Path, wins: dict[int, tuple[str, float]]) -> None:
             "test_win_rate": [[50, 0.0], [300_000, win]],
             "test_return_std": [[50, 1.0], [300_000, 1.0]],
         }
-        rec = {"format": RECORD_FORMAT, "version": RECORD_VERSION, "env": "smac", "task": "2s3z",
-               "alg": "qmix_smac_paper", "seed": seed, "test_nepisode": 32, "budget": 300_000,
+        rec = {"format": RECORD_FORMAT, "version": RECORD_VERSION, "env": "smac", "task": task,
+               "alg": alg, "seed": seed, "test_nepisode": 32, "budget": 300_000,
                "curves": curves, "absolute": None, "source": f"run{seed}", "config": {},
                "engine": [{"engine_version": version, "backend": "sim"}]}  # fmt: skip
         write_record(rec, folder, force=True)
@@ -152,7 +154,7 @@ def _paper_records(folder: Path, wins: dict[int, tuple[str, float]]) -> None:
 
 def test_engine_table_keeps_the_current_engine_and_gives_an_iqm_from_three_seeds(tmp_path):
     from marl.envs.smac.version import ENGINE_VERSION
-    from marl.report.readme import ENGINE_RECORDS, engine_block
+    from marl.report.engine_tables import ENGINE_RECORDS, engine_block
 
     results = tmp_path / RESULTS
     results.mkdir(parents=True)
@@ -170,3 +172,30 @@ def test_engine_table_keeps_the_current_engine_and_gives_an_iqm_from_three_seeds
     row = engine_block(results).splitlines()[2]
     cell = row.split(" | ")[3]
     assert cell.startswith("0.") and cell.endswith("(3 seeds)") and "[0.25, 0.75]" in cell
+
+
+def test_suite_table_keeps_the_current_engine_and_sets_the_game_s_figures_beside(tmp_path):
+    from marl.envs.smac.version import ENGINE_VERSION
+    from marl.report.engine_tables import SUITE_RECORDS, suite_block
+
+    results = tmp_path / RESULTS
+    results.mkdir(parents=True)
+    for name in (PAPER_DATA.name, "published_smac.yaml"):
+        (tmp_path / PAPER_DATA.parent).mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / PAPER_DATA.parent / name, tmp_path / PAPER_DATA.parent / name)
+    want = f"No run of the default-settings suite on engine {ENGINE_VERSION} recorded yet."
+    assert suite_block(results) == want
+    folder = results / SUITE_RECORDS
+    _paper_records(folder, {0: ("0.0.1", 0.9)}, alg="qmix", task="2c_vs_64zg")  # another engine: left out
+    assert suite_block(results) == want
+    three = {s: (ENGINE_VERSION, w) for s, w in enumerate((0.5, 0.75, 1.0))}
+    _paper_records(folder, three, alg="qmix", task="2c_vs_64zg")
+    _paper_records(folder, {0: (ENGINE_VERSION, 0.25)}, alg="mappo", task="3m")
+    rows = suite_block(results).splitlines()
+    assert rows[0].startswith("| map | QMIX at 300k | MAPPO at 300k | game: SMAC paper's QMIX at 300k")
+    assert [r.split(" | ")[0] for r in rows[2:]] == ["| 3m", "| 2c_vs_64zg"]  # the suite's order
+    assert rows[2] == "| 3m | - | 0.25 (1 seed) | - | - |"  # neither the paper nor pymarl2 ran 3m
+    cells = rows[3].split(" | ")
+    assert cells[1].startswith("0.75 [0.50, 1.00]") and cells[1].endswith("(3 seeds)") and cells[2] == "-"
+    # the game's QMIX on 2c_vs_64zg at 300k: no win in 9 runs (smac_paper_runs.json); pymarl2's: 100 %
+    assert cells[3:] == ["0.00 [0.00, 0.00] (9)", "100 % |"]
