@@ -137,7 +137,8 @@ def test_cli_rejects_bad_input(tmp_path):
 
 @pytest.mark.slow
 def test_cli_smoke_on_embedded_3m(tmp_path):
-    """The real path: SMAC 3m on the embedded engine, jitted QMIX at T = 61 (one compile)."""
+    """The real path: SMAC 3m on the embedded engine, jitted QMIX at T = 61 (one compile: all slots, one
+    group; length buckets and groups would compile four graphs, 18 of a 31 s run)."""
     out = _cli(
         "scripts/train_qmix.py",
         "--map",
@@ -145,6 +146,8 @@ def test_cli_smoke_on_embedded_3m(tmp_path):
         "t_max=600",
         "learner.batch_size=4",
         "learner.buffer_size=16",
+        "learner.time_bucket=0",
+        "learner.length_groups=1",
         "runner.batch_size_run=4",
         "log.test_interval=300",
         "log.test_nepisode=4",
