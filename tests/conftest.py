@@ -33,16 +33,9 @@ TIER_TIMEOUT_S = {"learning": 900, "external": 900}
 # xdist groups by file-name prefix (a test's own xdist_group marker wins). ``smacv2``: Numba does not stop
 # two processes compiling the same kernel at once, and on a fresh clone both workers met the SMACv2 kernels
 # together and compiled them twice. ``trained``: the untrusted-checkpoint, -input and -property tests share
-# the ``trained`` run, which each worker that runs one of them trains (10-25 s). ``threads`` and ``rules``: on
-# an empty Numba cache both workers compiled the threaded engine and observation kernels (141-152 s and
-# 31-34 s each at load 8-9) and the rules engine's step (78-86 s), at the same moment (docs/testing.md).
-FILE_GROUPS = {
-    "test_smacv2_": "smacv2",
-    "test_untrusted_": "trained",
-    "test_sim_threads": "threads",
-    "test_research_env": "rules",
-    "test_sim_variants": "rules",
-}
+# the ``trained`` run, which each worker that runs one of them trains (10-25 s). Groups for the threaded and
+# rules engines' kernels made the warm suite slower (docs/testing.md, "Setup and compiles").
+FILE_GROUPS = {"test_smacv2_": "smacv2", "test_untrusted_": "trained"}
 
 _UNIT = """
 buffers config config_sections dense gru_kernel gym_env gym_view logging modules mpe numba_cache_guard

@@ -36,7 +36,8 @@ def repo(tmp_path):
         shutil.copy(ROOT / page, tmp_path / page)
     shutil.copytree(ROOT / RESULTS, tmp_path / RESULTS)
     (tmp_path / PAPER_DATA).parent.mkdir(parents=True)
-    shutil.copy(ROOT / PAPER_DATA, tmp_path / PAPER_DATA)
+    for name in (PAPER_DATA.name, "published_smac.yaml"):  # the game's figures beside the engine's tables
+        shutil.copy(ROOT / PAPER_DATA.parent / name, tmp_path / PAPER_DATA.parent / name)
     return tmp_path
 
 
