@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from marl.report.paper_runs import PAPER_PRESETS, band, load_paper_runs, ours_at, verdict
+from marl.report.paper_runs import PAPER_PRESETS, Band, band, load_paper_runs, ours_at, verdict
 from marl.report.records import read_record
 from marl.report.runs import engine_of
 
@@ -69,6 +69,11 @@ def win_rate_cell(vals: list[float]) -> str:
     return f"{r['iqm']:.2f} [{r['iqm_lo']:.2f}, {r['iqm_hi']:.2f}] ({len(vals)} seeds)"
 
 
+def band_cell(b: Band | None) -> str:
+    """The game's runs at one step as ``median [min, max] (runs)``, ``-`` where none reaches it."""
+    return "-" if b is None else f"{b.median:.2f} [{b.lo:.2f}, {b.hi:.2f}] ({b.n})"
+
+
 def engine_block(results: Path) -> str:
     """The paper's presets on the current engine beside the game's runs at the same steps (see above)."""
     from marl.envs.smac.version import ENGINE_VERSION
@@ -90,9 +95,8 @@ def engine_block(results: Path) -> str:
             if not vals:
                 continue
             b = band(game, t, "win_rate")
-            g = "-" if b is None else f"{b.median:.2f} [{b.lo:.2f}, {b.hi:.2f}] ({b.n})"
             mark = verdict(float(np.median(vals)), b, "win_rate", std)
-            out.append([map_name, f"`{alg}`", f"{t // 1000}k", win_rate_cell(vals), g, mark])
+            out.append([map_name, f"`{alg}`", f"{t // 1000}k", win_rate_cell(vals), band_cell(b), mark])
     if len(out) == 1:
         return f"No run of the paper's presets on engine {ENGINE_VERSION} recorded yet."
     return md_table(out)
@@ -132,7 +136,6 @@ def suite_block(results: Path) -> str:
             vals = ours_at(groups.get((m, alg), []), SUITE_BUDGET, "win_rate")[0]
             cells.append(win_rate_cell(vals) if vals else "-")
         b = band(paper.get((m, "QMIX"), []), SUITE_BUDGET, "win_rate")
-        game = "-" if b is None else f"{b.median:.2f} [{b.lo:.2f}, {b.hi:.2f}] ({b.n})"
         published = f"{pymarl2[m]:.0f} %" if m in pymarl2 else "-"
-        out.append([m, *cells, game, published])
+        out.append([m, *cells, band_cell(b), published])
     return md_table(out)
