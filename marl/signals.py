@@ -90,6 +90,10 @@ class RunStopped(RuntimeError):
         super().__init__(message)
         self.exit_code = exit_code
 
+    def __reduce__(self) -> tuple[type, tuple[str, int]]:
+        # pickled with both arguments: a sweep's Ray worker sends it back to the driver whole
+        return type(self), (str(self), self.exit_code)
+
 
 class NonFiniteError(RuntimeError):
     """A train step produced a NaN/inf loss or gradient and ``learner.on_nonfinite`` is ``stop``."""

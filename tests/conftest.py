@@ -44,7 +44,7 @@ sim_weapons smac_batched_env smac_env smac_env_fused smac_features smac_fused sm
 smacv2_distributions smacv2_engine smacv2_env smacv2_fast smacv2_game smacv2_obs_reference unit_data
 q_learner coma qplex qtran wqmix dqn maddpg pg maa2c gru_bptt length_groups compiled_lengths update_rows
 learner_protocol q_learner_long tiers engine_version sim_collide sim_death_burst bench_harness
-research_env smac_launch_options sim_variants
+research_env smac_launch_options sim_variants exceptions
 """
 _INTEGRATION = """
 train_integration faults faults_cli overlap sweep checkpoint controller runner ray_runner baselines_eval

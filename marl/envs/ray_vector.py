@@ -32,6 +32,9 @@ class WorkerFailure(RuntimeError):
         super().__init__(f"Ray env worker {worker} (env rows {list(rows)}) failed: {name}: {lines[-1]}")
         self.worker, self.rows, self.cause = worker, list(rows), cause
 
+    def __reduce__(self) -> tuple[type, tuple[int, list[int], BaseException]]:
+        return type(self), (self.worker, self.rows, self.cause)
+
 
 class EpisodeLost(RuntimeError):
     """Raised inside a worker asked to step an env that was not reset since the worker (re)started."""
