@@ -13,10 +13,10 @@ XDIST := $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 .PHONY: venv venv-test kernels train test test-fast test-external coverage lint tables docs docs-serve bench bench-env bench-step bench-throughput bench-fidelity bench-interop torchrl-env board board-env board-stop clean
 
 # Installs into $(VENV): with uv (pip-installed into the venv first, a few seconds), which builds the test
-# venv several times faster than pip (docs/testing.md, "Fresh clone"); pip does it where uv cannot be
-# installed or fails (uv reads no pip.conf: an index set only there is pip's alone). USE_UV=0: pip alone.
-# uv compiles the bytecode as pip does (--compile-bytecode): where PYTHONDONTWRITEBYTECODE is set, a venv
-# without it compiles every imported module again in each process (`import mindspore` 3.6 s against 2.0 s).
+# venv several times faster than pip; pip does it where uv cannot be installed or fails (uv reads no
+# pip.conf: an index set only there is pip's alone). USE_UV=0: pip alone. uv compiles the bytecode as pip
+# does (--compile-bytecode): where PYTHONDONTWRITEBYTECODE is set, a venv without it compiles every module
+# it imports again in each process (docs/testing.md, "What the suite's time is made of").
 USE_UV ?= 1
 UV_BIN := $(VENV)/bin/uv
 pip_install = $(if $(filter 1,$(USE_UV)),{ test -x $(UV_BIN) && $(UV_BIN) pip install -q --compile-bytecode --python $(PY) $(1); } || ,)$(PY) -m pip install -q $(1)

@@ -34,7 +34,7 @@ TIER_TIMEOUT_S = {"learning": 900, "external": 900}
 # two processes compiling the same kernel at once, and on a fresh clone both workers met the SMACv2 kernels
 # together and compiled them twice. ``trained``: the untrusted-checkpoint, -input and -property tests share
 # the ``trained`` run, which each worker that runs one of them trains (10-25 s). Groups for the threaded and
-# rules engines' kernels made the warm suite slower (docs/testing.md, "Setup and compiles").
+# rules engines' kernels made the warm suite slower (docs/testing.md, "What the suite's time is made of").
 FILE_GROUPS = {"test_smacv2_": "smacv2", "test_untrusted_": "trained"}
 
 _UNIT = """
