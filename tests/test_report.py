@@ -66,6 +66,16 @@ def test_iqm_mean_and_cis_match_a_direct_computation(sweep):
     assert "| 3/4 |" in table and "IQM and mean over 3 or 4 seeds per row" in table
 
 
+def test_vectorised_iqm_and_mean_equal_rliables_bit_for_bit():
+    """``iqm_and_mean`` draws all of rliable's replicates at once: every number equal, not just close,
+    with ties (win rates of 32 test episodes) and without, one run or several, one task or several."""
+    rng = np.random.default_rng(3)
+    for n_runs, n_tasks, reps, seed in ((1, 1, 50, 0), (3, 1, 2000, 0), (5, 2, 300, 4), (8, 3, 200, 1)):
+        for s_RK in (rng.integers(0, 33, (n_runs, n_tasks)) / 32, rng.random((n_runs, n_tasks))):
+            scores = {"a": s_RK, "b": s_RK[::-1] * 0.5}
+            assert stats.iqm_and_mean(scores, reps, seed) == stats.iqm_and_mean_rliable(scores, reps, seed)
+
+
 def test_probability_of_improvement_is_the_direct_pair_count(sweep):
     runs, _ = load_runs([sweep], "test_win_rate", 0.95)
     result = analyse(runs, "test_win_rate", 0.95, reps=500, seed=0)

@@ -17,7 +17,6 @@ Only records made on the current engine version (:data:`marl.envs.smac.version.E
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Collection
 from pathlib import Path
 
@@ -62,13 +61,6 @@ MIN_SEEDS_CI = 3
 
 def win_rate_cell(vals: list[float]) -> str:
     """IQM [95 % CI] over seeds from :data:`MIN_SEEDS_CI` seeds on, else the seeds' values."""
-    return _win_rate_cell(tuple(float(v) for v in vals))
-
-
-@functools.cache
-def _win_rate_cell(vals: tuple[float, ...]) -> str:
-    # kept per process: a cell is a seeded 2,000-resample bootstrap (about 0.6 s), and a process that
-    # renders the README more than once (its test renders it three times) asks for the same cells again
     if len(vals) < MIN_SEEDS_CI:
         return ", ".join(f"{v:.2f}" for v in vals) + f" ({len(vals)} seed{'s' if len(vals) > 1 else ''})"
     from marl.report.stats import iqm_and_mean
