@@ -136,7 +136,11 @@ def test_throughput_block_shows_the_stage_by_stage_step_when_measured(tmp_path):
 
 
 def _paper_records(
-    folder: Path, wins: dict[int, tuple[str, float]], alg: str = "qmix_smac_paper", task: str = "2s3z"
+    folder: Path,
+    wins: dict[int, tuple[str, float]],
+    alg: str = "qmix_smac_paper",
+    task: str = "2s3z",
+    config: dict | None = None,
 ) -> None:
     """``alg``'s records on ``task``: seed -> (engine version, test win rate at 300k)."""
     from marl.report.records import RECORD_FORMAT, RECORD_VERSION, write_record
@@ -148,7 +152,7 @@ def _paper_records(
         }
         rec = {"format": RECORD_FORMAT, "version": RECORD_VERSION, "env": "smac", "task": task,
                "alg": alg, "seed": seed, "test_nepisode": 32, "budget": 300_000,
-               "curves": curves, "absolute": None, "source": f"run{seed}", "config": {},
+               "curves": curves, "absolute": None, "source": f"run{seed}", "config": config or {},
                "engine": [{"engine_version": version, "backend": "sim"}]}  # fmt: skip
         write_record(rec, folder, force=True)
 
@@ -200,3 +204,20 @@ def test_suite_table_keeps_the_current_engine_and_sets_the_game_s_figures_beside
     assert cells[1].startswith("0.75 [0.50, 1.00]") and cells[1].endswith("(3 seeds)") and cells[2] == "-"
     # the game's QMIX on 2c_vs_64zg at 300k: no win in 9 runs (smac_paper_runs.json); pymarl2's: 100 %
     assert cells[3:] == ["0.00 [0.00, 0.00] (9)", "100 % |"]
+    assert "†" not in suite_block(results)
+
+
+def test_suite_table_marks_runs_whose_replay_buffer_was_capped(tmp_path):
+    from marl.envs.smac.version import ENGINE_VERSION
+    from marl.report.engine_tables import SUITE_RECORDS, suite_block
+
+    results = tmp_path / RESULTS
+    (tmp_path / PAPER_DATA.parent).mkdir(parents=True)
+    for name in (PAPER_DATA.name, "published_smac.yaml"):
+        shutil.copy(ROOT / PAPER_DATA.parent / name, tmp_path / PAPER_DATA.parent / name)
+    capped = {"learner": {"buffer_max_gib": 6.0, "buffer_size": 5000}}
+    _paper_records(results / SUITE_RECORDS, {0: (ENGINE_VERSION, 0.5)}, "qmix", "bane_vs_bane", capped)
+    _paper_records(results / SUITE_RECORDS, {0: (ENGINE_VERSION, 0.25)}, "mappo", "bane_vs_bane")
+    table, note = suite_block(results).split("\n\n")
+    assert table.splitlines()[2].startswith("| bane_vs_bane | 0.50 (1 seed) † | 0.25 (1 seed) | ")
+    assert note.startswith("† replay buffer capped at 6 GiB (`learner.buffer_max_gib`)")

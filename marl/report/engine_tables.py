@@ -17,6 +17,7 @@ Only records made on the current engine version (:data:`marl.envs.smac.version.E
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection
 from pathlib import Path
 
@@ -130,12 +131,47 @@ def suite_block(results: Path) -> str:
     k = f"{SUITE_BUDGET // 1000}k"
     head = ["map", *(f"{a.upper()} at {k}" for a in SUITE_ALGS)]
     out = [[*head, f"game: SMAC paper's QMIX at {k}, median [range] (runs)", "game: pymarl2's QMIX"]]
+    caps: set[float] = set()
     for m in maps:
         cells = []
         for alg in SUITE_ALGS:
-            vals = ours_at(groups.get((m, alg), []), SUITE_BUDGET, "win_rate")[0]
-            cells.append(win_rate_cell(vals) if vals else "-")
+            recs = groups.get((m, alg), [])
+            vals = ours_at(recs, SUITE_BUDGET, "win_rate")[0]
+            cap = {_buffer_cap(r) for r in recs} - {0.0}
+            caps |= cap
+            cells.append((win_rate_cell(vals) + " †" * bool(cap)) if vals else "-")
         b = band(paper.get((m, "QMIX"), []), SUITE_BUDGET, "win_rate")
         published = f"{pymarl2[m]:.0f} %" if m in pymarl2 else "-"
         out.append([m, *cells, band_cell(b), published])
-    return md_table(out)
+    if not caps:
+        return md_table(out)
+    gib = " or ".join(f"{c:g}" for c in sorted(caps))
+    return md_table(out) + (
+        f"\n\n† replay buffer capped at {gib} GiB (`learner.buffer_max_gib`), which on this map holds fewer "
+        "than the default 5,000 padded episodes (they need up to 40 GiB on the largest maps, "
+        "docs/run-guarantees.md; the cap lets runs share a 23 GB machine, docs/ray.md)."
+    )
+
+
+def _buffer_cap(rec: dict) -> float:
+    """The record's ``learner.buffer_max_gib`` where it held fewer episodes than ``learner.buffer_size``
+    (the run's map has large padded episodes), else 0: a cap that did not bind left the default."""
+    learner = (rec.get("config") or {}).get("learner", {})
+    cap, size = float(learner.get("buffer_max_gib") or 0.0), int(learner.get("buffer_size") or 0)
+    if cap <= 0 or rec["alg"] not in OFF_POLICY:
+        return 0.0
+    return cap if int(cap * 2**30) // _episode_bytes(rec["task"]) < size else 0.0
+
+
+OFF_POLICY = ("qmix",)  # the suite's algorithms that keep a replay buffer
+
+
+@functools.cache
+def _episode_bytes(map_name: str) -> int:
+    """One padded episode's bytes in the replay buffer on the SMAC map ``map_name`` (embedded engine)."""
+    from marl.buffers.episode import Scheme
+    from marl.config import load_config
+    from marl.envs.factory import probe_env_info
+
+    cfg = load_config("qmix", map_name=map_name, overrides=["env.backend=sim"])
+    return Scheme(probe_env_info(cfg)).bytes_per_episode()
