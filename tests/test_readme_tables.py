@@ -23,8 +23,8 @@ def test_pages_are_in_sync_with_the_results_files(page):
 
 def test_the_readme_holds_the_engine_table_and_the_papers_runs():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert list(TARGETS["README.md"]) == ["engine_results", "engine_suite", "smac_paper"]
-    assert readme.count("<!-- BEGIN ") == 3
+    assert list(TARGETS["README.md"]) == ["engine_results", "engine_suite", "engine_vd", "smac_paper"]
+    assert readme.count("<!-- BEGIN ") == 4
     # QMIX's published runs on 2s3z at 2M steps (benchmarks/data/smac_paper_runs.json): median 0.97 of 5 runs
     assert "| 2s3z | 5 | 1.00 [0.97, 1.00] | 0.97 [0.94, 1.00] |" in readme
 
@@ -221,3 +221,24 @@ def test_suite_table_marks_runs_whose_replay_buffer_was_capped(tmp_path):
     table, note = suite_block(results).split("\n\n")
     assert table.splitlines()[2].startswith("| bane_vs_bane | 0.50 (1 seed) † | 0.25 (1 seed) | ")
     assert note.startswith("† replay buffer capped at 6 GiB (`learner.buffer_max_gib`)")
+
+
+def test_vd_table_sets_each_algorithm_beside_the_game_s_runs_of_the_same_algorithm(tmp_path):
+    from marl.envs.smac.version import ENGINE_VERSION
+    from marl.report.engine_tables import SUITE_RECORDS, vd_block
+
+    results = tmp_path / RESULTS
+    (tmp_path / PAPER_DATA.parent).mkdir(parents=True)
+    shutil.copy(ROOT / PAPER_DATA, tmp_path / PAPER_DATA)
+    assert vd_block(results).startswith("No run of VDN or IQL")
+    _paper_records(results / SUITE_RECORDS, {0: (ENGINE_VERSION, 0.5)}, "qmix", "2s_vs_1sc")  # not VD's
+    assert vd_block(results).startswith("No run of VDN or IQL")
+    three = {s: (ENGINE_VERSION, w) for s, w in enumerate((0.75, 1.0, 1.0))}
+    _paper_records(results / SUITE_RECORDS, three, "vdn", "2s_vs_1sc")
+    head, _, row = vd_block(results).splitlines()
+    assert head.startswith("| map | VDN at 300k | game: SMAC paper's VDN at 300k")
+    cells = row.split(" | ")
+    # the game's VDN on 2s_vs_1sc at 300k: 1.00 [0.56, 1.00] over 5 runs, its IQL 0.38 [0.31, 0.69]
+    # (benchmarks/data/smac_paper_runs.json); no IQL record here
+    assert cells[0] == "| 2s_vs_1sc" and cells[1].endswith("(3 seeds)")
+    assert cells[2:] == ["1.00 [0.56, 1.00] (5)", "-", "0.38 [0.31, 0.69] (5) |"]

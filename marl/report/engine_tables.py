@@ -9,6 +9,8 @@
   ``benchmarks/results/runs/smac_suite/``; beside them the SMAC paper's QMIX runs at the same step (the
   paper's own settings, not ours) and pymarl2's QMIX with batch 128 (SC2 4.10, after its own budget of
   millions of steps; ``benchmarks/data/published_smac.yaml``).
+* ``engine_vd`` (:func:`vd_block`): VDN and IQL in the suite's settings (default configs, 3 seeds, 300k, the
+  same records folder), each beside the SMAC paper's runs of the same algorithm on the game.
 
 Only records made on the current engine version (:data:`marl.envs.smac.version.ENGINE_VERSION`, by
 :func:`marl.report.runs.engine_of`) count; others are left out, not pooled. A cell gives the IQM and its
@@ -131,22 +133,63 @@ def suite_block(results: Path) -> str:
     k = f"{SUITE_BUDGET // 1000}k"
     head = ["map", *(f"{a.upper()} at {k}" for a in SUITE_ALGS)]
     out = [[*head, f"game: SMAC paper's QMIX at {k}, median [range] (runs)", "game: pymarl2's QMIX"]]
-    caps: set[float] = set()
+    cells, caps = _suite_cells(groups, maps, SUITE_ALGS)
     for m in maps:
-        cells = []
-        for alg in SUITE_ALGS:
+        b = band(paper.get((m, "QMIX"), []), SUITE_BUDGET, "win_rate")
+        published = f"{pymarl2[m]:.0f} %" if m in pymarl2 else "-"
+        out.append([m, *(cells[m, a] for a in SUITE_ALGS), band_cell(b), published])
+    return md_table(out) + _cap_note(caps)
+
+
+VD_ALGS = {"vdn": "VDN", "iql": "IQL"}  # ours -> the SMAC paper's name for the same algorithm
+
+
+def vd_block(results: Path) -> str:
+    """VDN and IQL's default-settings runs (the suite's settings: 3 seeds, 300k) on the current engine,
+    each beside the SMAC paper's runs of the same algorithm on the game at the same step."""
+    from marl.envs.smac.version import ENGINE_VERSION
+
+    groups = _current_records(results, SUITE_RECORDS, VD_ALGS)
+    maps = [m for m in SUITE_MAPS if any((m, a) in groups for a in VD_ALGS)]
+    if not maps:
+        return f"No run of VDN or IQL in the default-settings suite on engine {ENGINE_VERSION} recorded yet."
+    paper = load_paper_runs(paper_data(results))
+    k = f"{SUITE_BUDGET // 1000}k"
+    head = ["map"]
+    for name in VD_ALGS.values():
+        head += [f"{name} at {k}", f"game: SMAC paper's {name} at {k}, median [range] (runs)"]
+    out = [head]
+    cells, caps = _suite_cells(groups, maps, tuple(VD_ALGS))
+    for m in maps:
+        row = [m]
+        for alg, name in VD_ALGS.items():
+            row += [cells[m, alg], band_cell(band(paper.get((m, name), []), SUITE_BUDGET, "win_rate"))]
+        out.append(row)
+    return md_table(out) + _cap_note(caps)
+
+
+def _suite_cells(
+    groups: dict[tuple[str, str], list[dict]], maps: list[str], algs: tuple[str, ...]
+) -> tuple[dict[tuple[str, str], str], set[float]]:
+    """``(map, alg) -> cell`` at :data:`SUITE_BUDGET` (``†`` where the replay buffer was capped) and the
+    caps met."""
+    cells, caps = {}, set()
+    for m in maps:
+        for alg in algs:
             recs = groups.get((m, alg), [])
             vals = ours_at(recs, SUITE_BUDGET, "win_rate")[0]
             cap = {_buffer_cap(r) for r in recs} - {0.0}
             caps |= cap
-            cells.append((win_rate_cell(vals) + " †" * bool(cap)) if vals else "-")
-        b = band(paper.get((m, "QMIX"), []), SUITE_BUDGET, "win_rate")
-        published = f"{pymarl2[m]:.0f} %" if m in pymarl2 else "-"
-        out.append([m, *cells, band_cell(b), published])
+            cells[m, alg] = (win_rate_cell(vals) + " †" * bool(cap)) if vals else "-"
+    return cells, caps
+
+
+def _cap_note(caps: set[float]) -> str:
+    """The note under a table with capped replay buffers (``""`` when none was)."""
     if not caps:
-        return md_table(out)
+        return ""
     gib = " or ".join(f"{c:g}" for c in sorted(caps))
-    return md_table(out) + (
+    return (
         f"\n\n† replay buffer capped at {gib} GiB (`learner.buffer_max_gib`), which on this map holds fewer "
         "than the default 5,000 padded episodes (they need up to 40 GiB on the largest maps, "
         "docs/run-guarantees.md; the cap lets runs share a 23 GB machine, docs/ray.md)."
@@ -163,7 +206,7 @@ def _buffer_cap(rec: dict) -> float:
     return cap if int(cap * 2**30) // _episode_bytes(rec["task"]) < size else 0.0
 
 
-OFF_POLICY = ("qmix",)  # the suite's algorithms that keep a replay buffer
+OFF_POLICY = ("qmix", "vdn", "iql")  # the suites' algorithms that keep a replay buffer
 
 
 @functools.cache

@@ -14,9 +14,9 @@ Blocks (``TARGETS``: page -> its blocks):
   (``benchmarks/data/smac_paper_runs.json``, beside ``benchmarks/results/``): per map the median and range
   of the published runs' test win rate at 1M and 2M env steps, the reference that results pinned to an
   engine version are compared with;
-* ``engine_results`` and ``engine_suite`` (README.md) — the current engine version's results: the paper's
-  presets beside the game's runs, and the default-settings suite of QMIX and MAPPO
-  (:mod:`marl.report.engine_tables`);
+* ``engine_results``, ``engine_suite`` and ``engine_vd`` (README.md) — the current engine version's
+  results: the paper's presets beside the game's runs, the default-settings suite of QMIX and MAPPO, and
+  VDN and IQL in the same settings (:mod:`marl.report.engine_tables`);
 * ``learning`` (docs/results-history.md) — the rows of every results file's ``<!-- README learning -->``
   table (the row sits in the file beside the runs it summarises), files in ``LEARNING_ORDER`` then the
   rest by name, a ``file`` column added;
@@ -38,6 +38,7 @@ from marl.report.engine_tables import (  # noqa: F401 (PAPER_DATA, md_table: re-
     md_table,
     paper_data,
     suite_block,
+    vd_block,
 )
 from marl.report.paper_runs import band, load_paper_runs
 from marl.report.summary import markdown_tables
@@ -162,6 +163,7 @@ TARGETS: dict[str, dict[str, Callable[[Path], str]]] = {
     "README.md": {
         "engine_results": engine_block,
         "engine_suite": suite_block,
+        "engine_vd": vd_block,
         "smac_paper": smac_paper_block,
     },
     "docs/results-history.md": {"learning": learning_block, "multi_seed": multi_seed_block},
