@@ -218,8 +218,11 @@ def test_suite_table_marks_runs_whose_replay_buffer_was_capped(tmp_path):
     capped = {"learner": {"buffer_max_gib": 6.0, "buffer_size": 5000}}
     _paper_records(results / SUITE_RECORDS, {0: (ENGINE_VERSION, 0.5)}, "qmix", "bane_vs_bane", capped)
     _paper_records(results / SUITE_RECORDS, {0: (ENGINE_VERSION, 0.25)}, "mappo", "bane_vs_bane")
+    # the same cap on 3m holds all 5,000 of its small episodes: the default, not marked
+    _paper_records(results / SUITE_RECORDS, {0: (ENGINE_VERSION, 1.0)}, "qmix", "3m", capped)
     table, note = suite_block(results).split("\n\n")
-    assert table.splitlines()[2].startswith("| bane_vs_bane | 0.50 (1 seed) † | 0.25 (1 seed) | ")
+    assert table.splitlines()[2].startswith("| 3m | 1.00 (1 seed) | - | ")
+    assert table.splitlines()[3].startswith("| bane_vs_bane | 0.50 (1 seed) † | 0.25 (1 seed) | ")
     assert note.startswith("† replay buffer capped at 6 GiB (`learner.buffer_max_gib`)")
 
 
