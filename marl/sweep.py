@@ -51,7 +51,7 @@ from marl.sweep_plan import (
     prepare_records,
     read_object,
 )
-from marl.sweep_stop import check_finished, check_not_stopping, clear, request_stop
+from marl.sweep_stop import SweepStopped, check_finished, check_not_stopping, clear, request_stop
 from marl.untrusted import safe_name
 
 __all__ = ["RunResult", "summarize_run", "summary_markdown", "plot_sweep", "plan", "run_sweep", "sweep_main"]
@@ -82,11 +82,17 @@ def _run_one(
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "stdout.log", "a", encoding="utf-8") as out:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            cfg = config_from_dict(cfg_dict)
-            trainer = Trainer(cfg, resume=resume) if resume else Trainer(cfg, run_dir=folder)
-            check_not_stopping(folder)  # again: building the trainer removed any stop file
-            trainer.run()
-            check_finished(folder, trainer.t_env, cfg.t_max)
+            try:
+                cfg = config_from_dict(cfg_dict)
+                trainer = Trainer(cfg, resume=resume) if resume else Trainer(cfg, run_dir=folder)
+                check_not_stopping(folder)  # again: building the trainer removed any stop file
+                trainer.run()
+                check_finished(folder, trainer.t_env, cfg.t_max)
+            except SweepStopped:  # stopped, not failed: --resume goes on
+                raise
+            except Exception:  # the run folder keeps why it failed (the driver gets the error too)
+                traceback.print_exc()
+                raise
             if absolute:  # the best checkpoint over 10x the test episodes, while this task holds its CPUs
                 try:
                     compute_absolute(folder, n_envs=int(cfg_dict["runner"]["batch_size_run"]))
@@ -224,8 +230,8 @@ def _collect(ray: Any, ref: Any, run: tuple[str, int, Path], metric: str, thresh
 
 
 def _last_line(error: str) -> str:
-    """The last line of a run's error (the exception itself), cut to 120 characters."""
-    return error.splitlines()[-1][:120]
+    """The last line of a run's error: the exception and its whole message (ours say what to change)."""
+    return error.splitlines()[-1]
 
 
 def _state(res: RunResult, metric: str) -> str:

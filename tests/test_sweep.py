@@ -402,3 +402,23 @@ def test_the_sweep_report_leaves_out_a_failed_run(tmp_path, capsys):
     capsys.readouterr()
     _report(tmp_path, "t", "test_win_rate", 0.95, 50, {})  # without the failure it is a seed like the others
     assert "| fake | m1 | qmix | 3 (0, 1, 2) |" in (tmp_path / "report.md").read_text()
+
+
+def test_a_failed_run_keeps_its_whole_error_in_its_folder_and_the_sweep_says_where(tmp_path):
+    """A run refused at start (here: a replay buffer larger than the memory) leaves its traceback in its
+    folder's stdout.log; the driver's line gives the whole message, whose end says what to change, and the
+    summary table, which cuts it, says where the rest is."""
+    from marl.report.runs import RunResult
+    from marl.report.sweep_summary import summary_markdown
+    from marl.sweep import _run_one, _state, plan
+
+    m, s, run_dir, cfg = plan("qmix", ["m1"], [0], tmp_path, "fake", [*TINY, "buffer_size=2000000000"])[0]
+    with pytest.raises(ValueError, match="Use learner.buffer_size=") as err:
+        _run_one(cfg, str(run_dir), m, s, "test_win_rate", 0.95, absolute=False)
+    log = (run_dir / "stdout.log").read_text()
+    assert "Traceback" in log and log.rstrip().endswith(str(err.value))
+    failed = RunResult(m, s, str(run_dir), error=f"Traceback ...\nValueError: {err.value}")
+    assert _state(failed, "test_win_rate") == f"FAILED (ValueError: {err.value})"
+    table = summary_markdown([failed])
+    assert "| m1 | 0 | failed: ValueError: learner.buffer_size=2000000000 episodes" in table
+    assert "…" in table and "whole error: the end of its folder's `stdout.log`" in table

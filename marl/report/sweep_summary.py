@@ -48,10 +48,20 @@ def summary_markdown(
     ]
     lines += [f"| map | seed | final {metric} | steps to {pct} | run folder |", "|---|---|---|---|---|"]
     for r in results:
-        final = "failed: " + r.error.splitlines()[-1][:80] if r.error else f"{r.final:.3f}"
+        final = f"failed: {_cut(r.error.splitlines()[-1], 80)}" if r.error else f"{r.final:.3f}"
         steps = "—" if r.steps_to is None else str(r.steps_to)
         lines.append(f"| {r.map_name} | {r.seed} | {final} | {steps} | {Path(r.run_dir).name} |")
+    if any(r.error for r in results):
+        lines += [
+            "",
+            "A failed run's whole error: the end of its folder's `stdout.log` (also `summary.json`).",
+        ]
     return "\n".join(lines) + "\n"
+
+
+def _cut(text: str, n: int) -> str:
+    """``text``, or its first ``n`` characters and an ellipsis."""
+    return text if len(text) <= n else text[:n] + "…"
 
 
 def plot_sweep(results: Sequence[RunResult], png_path: str | Path, metric: str = METRIC) -> Path:
