@@ -215,7 +215,7 @@ def test_suite_table_marks_runs_whose_replay_buffer_was_capped(tmp_path):
     (tmp_path / PAPER_DATA.parent).mkdir(parents=True)
     for name in (PAPER_DATA.name, "published_smac.yaml"):
         shutil.copy(ROOT / PAPER_DATA.parent / name, tmp_path / PAPER_DATA.parent / name)
-    capped = {"learner": {"buffer_max_gib": 6.0, "buffer_size": 5000}}
+    capped = {"learner": {"name": "q_learner", "buffer_max_gib": 6.0, "buffer_size": 5000}}
     _paper_records(results / SUITE_RECORDS, {0: (ENGINE_VERSION, 0.5)}, "qmix", "bane_vs_bane", capped)
     _paper_records(results / SUITE_RECORDS, {0: (ENGINE_VERSION, 0.25)}, "mappo", "bane_vs_bane")
     # the same cap on 3m holds all 5,000 of its small episodes: the default, not marked
@@ -224,6 +224,15 @@ def test_suite_table_marks_runs_whose_replay_buffer_was_capped(tmp_path):
     assert table.splitlines()[2].startswith("| 3m | 1.00 (1 seed) | - | ")
     assert table.splitlines()[3].startswith("| bane_vs_bane | 0.50 (1 seed) † | 0.25 (1 seed) | ")
     assert note.startswith("† replay buffer capped at 6 GiB (`learner.buffer_max_gib`)")
+    # the paper presets' table marks them the same way
+    from marl.report.engine_tables import ENGINE_RECORDS, engine_block
+
+    _paper_records(results / ENGINE_RECORDS, {0: (ENGINE_VERSION, 0.5)}, task="bane_vs_bane", config=capped)
+    _paper_records(results / ENGINE_RECORDS, {0: (ENGINE_VERSION, 0.5)}, task="2s3z", config=capped)
+    table, note = engine_block(results).split("\n\n")
+    assert "| `qmix_smac_paper` | 300k | 0.50 (1 seed) † |" in table.splitlines()[3]  # bane_vs_bane
+    assert "| `qmix_smac_paper` | 300k | 0.50 (1 seed) |" in table.splitlines()[2]  # 2s3z: the cap holds all
+    assert note.startswith("† replay buffer capped at 6 GiB")
 
 
 def test_vd_table_sets_each_algorithm_beside_the_game_s_runs_of_the_same_algorithm(tmp_path):

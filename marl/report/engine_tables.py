@@ -91,18 +91,22 @@ def engine_block(results: Path) -> str:
         "game: median [range] (runs)",
     ]
     out = [[*head, "verdict"]]
+    caps: set[float] = set()
     for (map_name, alg), recs in sorted(groups.items(), key=lambda kv: (kv[0][0].lower(), kv[0][1])):
         game = paper.get((map_name, PAPER_PRESETS[alg]), [])
+        cap = {_buffer_cap(r) for r in recs} - {0.0}
         for t in ENGINE_STEPS:
             vals, std = ours_at(recs, t, "win_rate")
             if not vals:
                 continue
+            caps |= cap
             b = band(game, t, "win_rate")
             mark = verdict(float(np.median(vals)), b, "win_rate", std)
-            out.append([map_name, f"`{alg}`", f"{t // 1000}k", win_rate_cell(vals), band_cell(b), mark])
+            cell = win_rate_cell(vals) + " †" * bool(cap)
+            out.append([map_name, f"`{alg}`", f"{t // 1000}k", cell, band_cell(b), mark])
     if len(out) == 1:
         return f"No run of the paper's presets on engine {ENGINE_VERSION} recorded yet."
-    return md_table(out)
+    return md_table(out) + _cap_note(caps)
 
 
 SUITE_RECORDS = Path("runs") / "smac_suite"
@@ -201,12 +205,9 @@ def _buffer_cap(rec: dict) -> float:
     (the run's map has large padded episodes), else 0: a cap that did not bind left the default."""
     learner = (rec.get("config") or {}).get("learner", {})
     cap, size = float(learner.get("buffer_max_gib") or 0.0), int(learner.get("buffer_size") or 0)
-    if cap <= 0 or rec["alg"] not in OFF_POLICY:
+    if cap <= 0 or learner.get("name") != "q_learner":  # the tables' only learner with a replay buffer
         return 0.0
     return cap if int(cap * 2**30) // _episode_bytes(rec["task"]) < size else 0.0
-
-
-OFF_POLICY = ("qmix", "vdn", "iql")  # the suites' algorithms that keep a replay buffer
 
 
 @functools.cache
