@@ -184,6 +184,11 @@ def check_fits(scheme: Scheme, capacity: int, available: int | None) -> None:
     )
 
 
+def episodes_in(max_gib: float, bytes_per_episode: int) -> int:
+    """How many padded episodes of ``bytes_per_episode`` bytes ``max_gib`` GiB holds."""
+    return int(max_gib * 2**30) // bytes_per_episode
+
+
 def capped_capacity(scheme: Scheme, buffer_size: int, max_gib: float, batch_size: int) -> int:
     """``buffer_size`` episodes, or fewer where they would take more than ``max_gib`` GiB (0: no cap).
 
@@ -192,7 +197,7 @@ def capped_capacity(scheme: Scheme, buffer_size: int, max_gib: float, batch_size
     if max_gib <= 0:
         return buffer_size
     per_episode = scheme.bytes_per_episode()
-    fits = int(max_gib * 2**30) // per_episode
+    fits = episodes_in(max_gib, per_episode)
     if fits < batch_size:
         raise ValueError(
             f"learner.buffer_max_gib={max_gib} holds {fits} episodes of this environment "

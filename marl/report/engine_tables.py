@@ -94,7 +94,7 @@ def engine_block(results: Path) -> str:
     caps: set[float] = set()
     for (map_name, alg), recs in sorted(groups.items(), key=lambda kv: (kv[0][0].lower(), kv[0][1])):
         game = paper.get((map_name, PAPER_PRESETS[alg]), [])
-        cap = {_buffer_cap(r) for r in recs} - {0.0}
+        cap = _caps(recs)
         for t in ENGINE_STEPS:
             vals, std = ours_at(recs, t, "win_rate")
             if not vals:
@@ -102,8 +102,7 @@ def engine_block(results: Path) -> str:
             caps |= cap
             b = band(game, t, "win_rate")
             mark = verdict(float(np.median(vals)), b, "win_rate", std)
-            cell = win_rate_cell(vals) + " †" * bool(cap)
-            out.append([map_name, f"`{alg}`", f"{t // 1000}k", cell, band_cell(b), mark])
+            out.append([map_name, f"`{alg}`", f"{t // 1000}k", _cell(vals, cap), band_cell(b), mark])
     if len(out) == 1:
         return f"No run of the paper's presets on engine {ENGINE_VERSION} recorded yet."
     return md_table(out) + _cap_note(caps)
@@ -182,10 +181,20 @@ def _suite_cells(
         for alg in algs:
             recs = groups.get((m, alg), [])
             vals = ours_at(recs, SUITE_BUDGET, "win_rate")[0]
-            cap = {_buffer_cap(r) for r in recs} - {0.0}
+            cap = _caps(recs)
             caps |= cap
-            cells[m, alg] = (win_rate_cell(vals) + " †" * bool(cap)) if vals else "-"
+            cells[m, alg] = _cell(vals, cap) if vals else "-"
     return cells, caps
+
+
+def _cell(vals: list[float], caps: set[float]) -> str:
+    """:func:`win_rate_cell`, marked ``†`` where the runs' replay buffer was capped."""
+    return win_rate_cell(vals) + " †" * bool(caps)
+
+
+def _caps(recs: list[dict]) -> set[float]:
+    """The replay-buffer caps that held fewer episodes than the default in ``recs`` (:func:`_buffer_cap`)."""
+    return {_buffer_cap(r) for r in recs} - {0.0}
 
 
 def _cap_note(caps: set[float]) -> str:
@@ -207,7 +216,9 @@ def _buffer_cap(rec: dict) -> float:
     cap, size = float(learner.get("buffer_max_gib") or 0.0), int(learner.get("buffer_size") or 0)
     if cap <= 0 or learner.get("name") != "q_learner":  # the tables' only learner with a replay buffer
         return 0.0
-    return cap if int(cap * 2**30) // _episode_bytes(rec["task"]) < size else 0.0
+    from marl.buffers.replay import episodes_in
+
+    return cap if episodes_in(cap, _episode_bytes(rec["task"])) < size else 0.0
 
 
 @functools.cache
