@@ -56,7 +56,7 @@ _BENCHMARKS = """
 acting_threads_bench epymarl_bench fidelity_bench fidelity_smaclite heuristic_sensitivity learner_step_bench
 map_ordering paper_runs recorded_cooldowns recorded_features recorded_movement recorded_rewards
 recorded_spawns recorded_turns replay_recorded sim_paired_bench smacv2_baselines smacv2_throughput_bench
-spawn_layout_bench suite_page unit_data_check t0_check_bench pymarl_paper
+spawn_layout_bench suite_page unit_data_check t0_check_bench pymarl_paper numba_variants_bench
 """
 _EXTERNAL = "mindinsight"
 

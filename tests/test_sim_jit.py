@@ -2,8 +2,11 @@
 compiled function of the engine but the entry points that allocate is built by ``engine_jit``, the compiled
 game loop holds no count, and an allocation in such a function is refused at compile time."""
 
+import copy
 import importlib
+import pickle
 
+import numba
 import numpy as np
 import pytest
 from numba import njit
@@ -12,7 +15,10 @@ from numba.core.registry import CPUDispatcher
 
 from marl.envs.smac import fast_features, fused_kernels
 from marl.envs.smac.batched_env import BatchedStarCraft2Env
+from marl.envs.smac.features import Units
 from marl.envs.smac.fused import step_outputs
+from marl.envs.smac.maps import load_map
+from marl.envs.smac.sim.engine import BatchedSimEngine
 from marl.envs.smac.sim.jit import engine_jit
 from marl.envs.smac.sim.stepper import _loop
 from marl.envs.smac.sim.units import PROPS
@@ -94,3 +100,29 @@ def test_an_allocation_in_engine_code_does_not_compile():
 
     with pytest.raises(NumbaError):
         scratch(3)
+
+
+def test_copies_of_an_engine_share_its_read_only_nav_table():
+    """A copy or pickle of an engine takes the grid's cached read-only ``nav`` table, not a writable copy
+    (a writable array is another Numba type: the whole engine would compile again; ``sim/jit.py``)."""
+    eng = BatchedSimEngine(load_map("MMM"), 2, seed=0)
+    assert not eng.nav.flags.writeable
+    for twin in (copy.deepcopy(eng), pickle.loads(pickle.dumps(eng))):
+        assert twin.nav is eng.nav
+        np.testing.assert_array_equal(twin.S, eng.S)
+        assert not np.shares_memory(twin.S, eng.S)
+
+
+def test_units_from_any_source_reach_the_feature_kernels_as_views_of_one_table():
+    """The real game's unit tables and sliced batches give the feature kernels the engine's array types
+    (column views of one table, Numba layout 'A'), so they run the compile the engine's path made."""
+    eng = BatchedSimEngine(load_map("MMM"), 3, seed=0)
+    table = eng.reset()  # a BatchedUnitTable: the engine's state
+    for units in (table.units(), Units.from_table(table.table(1)), table.units().take(np.array([2, 0]))):
+        cols = (units.pos, units.health, units.shield, units.cooldown, units.energy)
+        assert {numba.typeof(c).layout for c in cols} == {"A"}
+        assert len({id(c.base) for c in cols}) == 1  # one table
+    one = Units.from_table(table.table(1))
+    np.testing.assert_array_equal(one.pos[0], table.pos[1])
+    np.testing.assert_array_equal(one.health[0], table.health[1])
+    np.testing.assert_array_equal(one.energy[0], table.energy[1])

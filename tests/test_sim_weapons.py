@@ -12,13 +12,14 @@ import pytest
 import yaml
 
 from marl.envs.smac.sim import units as U
+from marl.envs.smac.sim.engine import _nav_for
 from marl.envs.smac.sim.kernel import _ally_act
-from marl.envs.smac.sim.physics import nav_table, reach
+from marl.envs.smac.sim.physics import reach
 from marl.envs.smac.sim.targeting import _enemy_act
 from marl.envs.smac.sim.weapons import _missile, _start_attack, _wind_up, flight_loops
 
 GRID = np.ones((32, 32), dtype=np.bool_)
-NAV = nav_table(GRID)
+NAV = _nav_for(GRID)  # the engine's read-only table: the kernels keep the types they run with
 TABLE = yaml.safe_load((Path(U.__file__).parent / "unit_data.yaml").read_text())
 
 

@@ -202,7 +202,7 @@ def observe_rows(
             fill_state(
                 e, n, pos, health, shield, cooldown, energy, h, last_action, steps, medivac, ally_onehot,
                 enemy_onehot, ally_max_shield, enemy_max_shield, ally_max_cd, map_x, map_y, ext_x, ext_y,
-                episode_limit, state_last, state_time, s_a, s_e, no_fov, False, state[e],
+                episode_limit, state_last, state_time, s_a, s_e, no_fov, np.bool_(False), state[e],
             )  # fmt: skip
 
 
@@ -367,7 +367,8 @@ def observe_kernel_parallel(
     for c in prange(chunks):
         lo, hi = c * E // chunks, (c + 1) * E // chunks
         h = hmax[lo:hi] if hmax.shape[0] > 1 else hmax
-        observe_kernel(
+        observe_rows(  # not observe_kernel: its *rest would make a second compile of it (sim/jit.py)
+            observe_scratch(pos.shape[1]),
             n,
             pos[lo:hi],
             health[lo:hi],

@@ -51,22 +51,35 @@ class Units:
     health_max: np.ndarray  # (U,) or (E, U)
 
     @classmethod
+    def packed(
+        cls,
+        n_agents: int,
+        pos: np.ndarray,
+        health: np.ndarray,
+        shield: np.ndarray,
+        cooldown: np.ndarray,
+        energy: np.ndarray,
+        health_max: np.ndarray,
+    ) -> Units:
+        """Copies of the (E, U[, 2]) arrays as column views of one (E, U, 6) float64 table, the layout of
+        the engine's state (:meth:`~marl.envs.smac.sim.engine.BatchedUnitTable.units`). Numba types an array
+        by its layout too, so the feature kernels compiled for the engine's views serve any source
+        unchanged (``sim/jit.py``)."""
+        t = np.empty((*np.shape(health), 6))
+        t[:, :, 0:2], t[:, :, 2], t[:, :, 3], t[:, :, 4], t[:, :, 5] = pos, health, shield, cooldown, energy
+        return cls(n_agents, t[:, :, 0:2], t[:, :, 2], t[:, :, 3], t[:, :, 4], t[:, :, 5], health_max)
+
+    @classmethod
     def from_table(cls, t: UnitTable) -> Units:
         """One :class:`UnitTable` as a batch of one env."""
         a, e = t.allies, t.enemies
 
         def cat(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-            return np.concatenate([x, y]).astype(np.float64, copy=False)[None]
+            return np.concatenate([x, y])[None]
 
-        return cls(
-            len(a.health),
-            cat(a.pos, e.pos),
-            cat(a.health, e.health),
-            cat(a.shield, e.shield),
-            cat(a.cooldown, e.cooldown),
-            cat(a.energy, e.energy),
-            cat(a.health_max, e.health_max)[0],
-        )
+        hmax = np.concatenate([a.health_max, e.health_max]).astype(np.float64, copy=False)
+        cols = (cat(a.pos, e.pos), cat(a.health, e.health), cat(a.shield, e.shield))
+        return cls.packed(len(a.health), *cols, cat(a.cooldown, e.cooldown), cat(a.energy, e.energy), hmax)
 
     @property
     def n_envs(self) -> int:
@@ -75,15 +88,8 @@ class Units:
     def take(self, idx: np.ndarray) -> Units:
         """The envs ``idx`` (an index array) as a smaller batch (copies)."""
         hmax = self.health_max if self.health_max.ndim == 1 else self.health_max[idx]
-        return Units(
-            self.n_agents,
-            self.pos[idx],
-            self.health[idx],
-            self.shield[idx],
-            self.cooldown[idx],
-            self.energy[idx],
-            hmax,
-        )
+        cols = (self.pos[idx], self.health[idx], self.shield[idx], self.cooldown[idx], self.energy[idx])
+        return Units.packed(self.n_agents, *cols, hmax)
 
     @property
     def alive(self) -> np.ndarray:

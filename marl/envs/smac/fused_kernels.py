@@ -20,10 +20,11 @@ from marl.envs.smac.sim.units import S_CD, S_EN, S_HP, S_SH, S_X, S_Y
 
 @njit(cache=True)
 def scratch(u):
-    """Per-thread work arrays of :func:`step_env` for ``u`` units: (buf, idx, perm, prev health/shield,
+    """Per-thread work arrays of :func:`step_env` for ``u`` units: (buf, idx, perm, prev health/shield
+    (1, u, 2): columns, as the state's, so the reward kernel gets the types of the features path: sim/jit.py),
     end code, the observation's ``fast_features.observe_scratch``)."""
     idx, perm, code = np.empty(u, dtype=np.int64), np.empty(u, dtype=np.int64), np.empty(1, dtype=np.int64)
-    return np.empty((u, 4)), idx, perm, np.empty((2, u)), code, observe_scratch(u)
+    return np.empty((u, 4)), idx, perm, np.empty((1, u, 2)), code, observe_scratch(u)
 
 
 @engine_jit
@@ -66,14 +67,14 @@ def step_env(e, actions, eng, S, rng, work, ep, rules, view, out):
         for a in range(n_act):
             last_action[e, i, a] = 1.0 if a == actions[e, i] else 0.0
     for k in range(S.shape[1]):
-        prev[0, k] = S[e, k, S_HP]
-        prev[1, k] = S[e, k, S_SH]
+        prev[0, k, 0] = S[e, k, S_HP]
+        prev[0, k, 1] = S[e, k, S_SH]
     _step_env(e, actions, *eng, S, rng, buf, idx, perm)
     r = slice(e, e + 1)
     dead_allies[e] = 0
     dead_enemies[e] = 0
     reward_end_kernel(
-        na, prev[0:1], prev[1:2], S[r, :, S_HP], S[r, :, S_SH], dead[r], *rules[5:], reward[r], code,
+        na, prev[:, :, 0], prev[:, :, 1], S[r, :, S_HP], S[r, :, S_SH], dead[r], *rules[5:], reward[r], code,
         dead_allies[r], dead_enemies[r],
     )  # fmt: skip
     c = code[0]

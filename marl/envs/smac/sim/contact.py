@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from marl.envs.smac.sim.jit import engine_jit, engine_jit_inline
 from marl.envs.smac.sim.physics import dist, rand_uniform, reach, try_move
 from marl.envs.smac.sim.units import (
@@ -128,7 +130,8 @@ def _push(e, props, utype, grid, S, rng, buf, idx):
     on average (stuck the whole step in 21 %). ``buf`` (U, 4) and ``idx`` (U,) are scratch: the living
     ground units are gathered first so the O(n^2) pair scan runs over small contiguous arrays.
     """
-    _push_pass(e, _gather(e, props, utype, S, buf, idx), props, utype, grid, S, rng, buf, idx, False, 0.0)
+    n = _gather(e, props, utype, S, buf, idx)
+    _push_pass(e, n, props, utype, grid, S, rng, buf, idx, np.bool_(False), 0.0)  # no literal: sim/jit.py
 
 
 @engine_jit
@@ -148,7 +151,7 @@ def push_passes(e, passes, props, utype, grid, S, rng, buf, idx, unpin, chase):
 def _gather(e, props, utype, S, buf, idx):
     """The living ground units of env ``e`` into the scratch ``buf``/``idx``; returns how many."""
     u = S.shape[1]
-    n = 0
+    n = np.int64(0)  # not the literal 0, which would compile _push_pass for it too (sim/jit.py)
     for a in range(u):
         ua = utype[a]
         if S[e, a, S_HP] > 0.0 and props[ua, AIR] == 0:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -78,6 +79,19 @@ def _nav_for(grid: np.ndarray) -> np.ndarray:
         nav.setflags(write=False)
         _NAV_CACHE[key] = nav
     return _NAV_CACHE[key]
+
+
+class SharedNav:
+    """Copies and pickles of an engine share its grid's cached, read-only ``nav`` table (:func:`_nav_for`)
+    instead of carrying a writable copy of it: Numba types an array by its read-only flag too, so a writable
+    table would compile the whole engine a second time (``sim/jit.py``)."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "nav"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.nav = _nav_for(self.grid)
 
 
 def env_seed(seed: int, env: int) -> int:
@@ -192,7 +206,7 @@ class BatchedUnitTable:
         return UnitTable(sides[0], sides[1])
 
 
-class BatchedSimEngine:
+class BatchedSimEngine(SharedNav):
     """``n_envs`` independent copies of one map stepped together by one compiled call."""
 
     def __init__(

@@ -13,6 +13,25 @@ The rest of a step is built the same way: the observation, state and reward kern
 (``fast_features.observe_rows``, ``fill_state``, ``move_block``, ``reward_end_kernel``) and the fused step
 of one env (``fused_kernels.step_env``), whose work arrays come from the caller; only the loops over envs,
 called from Python, allocate and count (once a call, not once an env).
+
+**One type per argument.** Numba compiles a function once for every distinct tuple of argument types it
+meets, and its types are finer than the values: an unsigned index, a literal constant, a read-only array
+and a non-contiguous one each make a type of their own, and each new type compiles the function and, in
+turn, everything it calls. So the engine keeps one type for each argument on every path:
+
+- ``prange``'s loop index is unsigned (``uint64``): the threaded loops cast it (``e = np.int64(p)``)
+  before handing it to the per-env code, which the serial loops call with ``int64``;
+- a constant argument is typed as that literal (``Literal[bool](False)``), even one met only while Numba
+  infers a variable's type (``n = 0`` before a loop that counts): callers pass ``np.bool_(False)`` or
+  ``np.int64(0)``, whose types are the plain ones;
+- the geodesic table ``nav`` is the grid's shared read-only array (``engine._nav_for``), also in a copied
+  or unpickled engine (``engine.SharedNav``);
+- the feature kernels take the units' columns as views of one table (``layout 'A'``), as the engine's state
+  gives them; ``features_layout.Units.packed`` lays out any other source (the real game's tables) the same
+  way.
+
+What it saves on a cold cache: docs/testing.md, "What the suite's time is made of"
+(``benchmarks/research/numba_variants.py``).
 """
 
 from __future__ import annotations

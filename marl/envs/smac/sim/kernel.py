@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from marl.envs.smac.sim.jit import engine_jit, engine_jit_inline
 from marl.envs.smac.sim.physics import (
     can_hit,
@@ -108,7 +110,7 @@ def _enemy_healer(e, i, na, props, utype, grid, nav, S):
     nearest on a tie, within the ability's auto-cast range (Liberty's ``MedivacHeal``: AutoCastRange 6,
     TargetSorts TSLifeFraction then TSDistance), else follow its army's centroid."""
     u = S.shape[1]
-    best = -1
+    best = np.int64(-1)  # not the literal -1, which would compile _heal for it too (sim/jit.py)
     best_frac = 1.0
     best_d = 0.0
     cx = cy = 0.0

@@ -214,7 +214,7 @@ def _first_loop(e, na, props, utype, grid, nav, S, rng):
     buf = np.empty((u, 4))
     idx = np.empty(u, dtype=np.int64)
     perm = np.empty(u, dtype=np.int64)
-    _loop(e, na, props, utype, grid, nav, S, rng, buf, idx, perm, False)
+    _loop(e, na, props, utype, grid, nav, S, rng, buf, idx, perm, np.bool_(False))  # no literal: sim/jit.py
     _settle_cooldowns(e, S)
 
 
@@ -237,7 +237,8 @@ def sim_step(actions, na, props, utype, grid, nav, enemy_order, S, rng):
 def sim_step_parallel(actions, na, props, utype, grid, nav, enemy_order, S, rng):
     """:func:`sim_step` with the envs spread over Numba's threads (``numba.set_num_threads``)."""
     u = S.shape[1]
-    for e in prange(S.shape[0]):
+    for p in prange(S.shape[0]):
+        e = np.int64(p)  # prange's index is unsigned: the per-env code keeps one type (sim/jit.py)
         buf = np.empty((u, 4))
         idx = np.empty(u, dtype=np.int64)
         perm = np.empty(u, dtype=np.int64)
@@ -334,7 +335,8 @@ def sim_step_typed(actions, mask, na, props, utype_EU, grid, nav, enemy_order, S
 def sim_step_typed_parallel(actions, mask, na, props, utype_EU, grid, nav, enemy_order, S, rng):
     """:func:`sim_step_typed` with the envs spread over Numba's threads (same results)."""
     u = S.shape[1]
-    for e in prange(S.shape[0]):
+    for p in prange(S.shape[0]):
+        e = np.int64(p)  # as in sim_step_parallel
         if mask[e]:
             buf = np.empty((u, 4))
             idx = np.empty(u, dtype=np.int64)

@@ -20,7 +20,7 @@ from marl.envs.base import check_agent_id
 from marl.envs.smac.batched_env import BatchedStarCraft2Env, _stats
 from marl.envs.smac.batched_vector import SIM_IGNORED, BatchedSmacVectorEnv
 from marl.envs.smac.features import SmacOptions, Units, max_reward
-from marl.envs.smac.sim.engine import _ORDER_KINDS, SPAWN_NOISE, _nav_for, env_seed, spawn_layout
+from marl.envs.smac.sim.engine import _ORDER_KINDS, SPAWN_NOISE, SharedNav, _nav_for, env_seed, spawn_layout
 from marl.envs.smac.sim.stepper import sim_reset_typed, sim_step_typed, sim_step_typed_parallel
 from marl.envs.smac.sim.units import N_STATE, PROPS, S_CD, S_EN, S_HP, S_SH, S_X, S_Y, SHIELD, type_ids
 from marl.envs.smac.smacv2.env import draw_episode, episode_seeds
@@ -30,7 +30,7 @@ from marl.envs.smac.threads import resolve_threads, with_threads
 from marl.envs.smac.types import MapSpec
 
 
-class TeamsSimEngine:
+class TeamsSimEngine(SharedNav):
     """E envs of the embedded engine on one flat map, each with its own units: env ``e`` runs exactly what
     ``SimEngine(spec_e, seed_e)`` runs (the same compiled per-env code, ``sim/stepper.py``)."""
 

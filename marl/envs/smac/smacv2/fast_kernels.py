@@ -274,7 +274,8 @@ def v2_observe_kernel_parallel(active, n, per_env, shared, true_avail, avail, ob
     """:func:`v2_observe_kernel` with the envs spread over Numba's threads (each env owns its stream and
     scratch, so the results are the same)."""
     U = per_env[0].shape[1]
-    for e in prange(active.shape[0]):
+    for p in prange(active.shape[0]):
+        e = np.int64(p)  # prange's index is unsigned: the per-env code keeps one type (sim/jit.py)
         if active[e]:
             dist, dx, dy = np.empty(U), np.empty(U), np.empty(U)
             seen = np.zeros(U, dtype=np.bool_)
@@ -292,7 +293,7 @@ def v2_reward_end_kernel(
     for e in range(health.shape[0]):
         reward_end_kernel(
             n, prev_health[e : e + 1], prev_shield[e : e + 1], health[e : e + 1], shield[e : e + 1],
-            dead[e : e + 1], mmm, ally_medivac[e], enemy_medivac[e], sparse, only_positive, True,
+            dead[e : e + 1], mmm, ally_medivac[e], enemy_medivac[e], sparse, only_positive, np.bool_(True),
             death_value, neg_scale, reward[e : e + 1], code[e : e + 1],
             dead_allies[e : e + 1], dead_enemies[e : e + 1],
         )  # fmt: skip
