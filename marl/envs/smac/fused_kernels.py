@@ -112,7 +112,7 @@ def first_bad(mask, actions, avail_now, running):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one compile of the step's tree less: sim/jit.py
 def step_envs(mask, actions, avail_now, eng, S, rng, work, ep, rules, view, out):
     """:func:`step_env` for every env with ``mask[e]``, one after another (``work``: :func:`scratch`);
     returns -1, or :func:`first_bad`'s code (then nothing has changed)."""
@@ -157,7 +157,7 @@ def reset_env(e, eng, spawn, S, rng, work, ep, view):
     observe_env(e, na, S, view, last_action, steps, work[5])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")  # one compile of the step's tree less: sim/jit.py
 def reset_envs(mask, eng, spawn, S, rng, work, ep, view):
     """:func:`reset_env` for every env with ``mask[e]``."""
     for e in range(S.shape[0]):

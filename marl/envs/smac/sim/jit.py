@@ -30,6 +30,12 @@ turn, everything it calls. So the engine keeps one type for each argument on eve
   gives them; ``features_layout.Units.packed`` lays out any other source (the real game's tables) the same
   way.
 
+**Few layers.** A compiled function's machine code holds the code of every compiled function it calls, so
+each layer of a call chain compiles the whole tree below it again. A layer that only loops over envs for one
+compiled caller is inlined into it (``inline="always"``: ``fused_kernels.step_envs`` and ``reset_envs``).
+The per-env functions stay compiled on their own: inlined into the ``prange`` body of the threaded step
+they changed its results (the fused step against the reference, 2 threads, ``tests/test_smac_fused.py``).
+
 What it saves on a cold cache: docs/testing.md, "What the suite's time is made of"
 (``benchmarks/research/numba_variants.py``).
 """
