@@ -1,6 +1,8 @@
 """The engine's per-loop code runs without Numba's reference counting (``marl/envs/smac/sim/jit.py``): every
 compiled function of the engine but the entry points that allocate is built by ``engine_jit``, the compiled
-game loop holds no count, and an allocation in such a function is refused at compile time."""
+game loop holds no count, and an allocation in such a function is refused at compile time. Every path hands
+the kernels one type per argument (the Python side of it: copies keep the read-only ``nav``, unit columns
+arrive as views of one table)."""
 
 import copy
 import importlib
