@@ -4,9 +4,11 @@ game loop holds no count, and an allocation in such a function is refused at com
 the kernels one type per argument (the Python side of it: copies keep the read-only ``nav``, unit columns
 arrive as views of one table)."""
 
+import ast
 import copy
 import importlib
 import pickle
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -15,6 +17,7 @@ from numba import njit
 from numba.core.errors import NumbaError
 from numba.core.registry import CPUDispatcher
 
+import marl.envs.smac
 from marl.envs.smac import fast_features, fused_kernels
 from marl.envs.smac.batched_env import BatchedStarCraft2Env
 from marl.envs.smac.features import Units
@@ -128,3 +131,26 @@ def test_units_from_any_source_reach_the_feature_kernels_as_views_of_one_table()
     np.testing.assert_array_equal(one.pos[0], table.pos[1])
     np.testing.assert_array_equal(one.health[0], table.health[1])
     np.testing.assert_array_equal(one.energy[0], table.energy[1])
+
+
+def _is_int64(func: ast.expr) -> bool:
+    return isinstance(func, ast.Attribute) and func.attr == "int64"
+
+
+def test_threaded_loops_hand_the_per_env_code_a_signed_index():
+    """``prange``'s loop index is unsigned: handed as it is to a compiled function, it would compile that
+    function and everything it calls a second time (``sim/jit.py``). No threaded loop of the SMAC package
+    passes its index to a call but to ``np.int64``."""
+    loops, passed = 0, []
+    for path in sorted(Path(marl.envs.smac.__file__).parent.rglob("*.py")):
+        for loop in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(loop, ast.For) and isinstance(loop.iter, ast.Call)):
+                continue
+            if getattr(loop.iter.func, "id", None) != "prange" or not isinstance(loop.target, ast.Name):
+                continue
+            loops += 1
+            for call in ast.walk(loop):
+                if isinstance(call, ast.Call) and not _is_int64(call.func):
+                    if any(isinstance(a, ast.Name) and a.id == loop.target.id for a in call.args):
+                        passed.append(f"{path.name}:{call.lineno}")
+    assert loops >= 6 and passed == []
