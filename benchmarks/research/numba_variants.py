@@ -18,7 +18,6 @@ import argparse
 import os
 import pickle
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -86,17 +85,13 @@ def measure(source: Path) -> tuple[dict[str, int], float, int, int]:
 
 def checkout(source: Path) -> str:
     """``source`` as a result file names it, with its commit (and whether it has uncommitted changes)."""
-    git = ["git", "-C", str(source)]
+    from marl.provenance import code_version
+
     where = "this checkout" if source == harness.ROOT else harness.shown(str(source))
-    try:
-        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True)
-    except OSError:  # no git
+    code = code_version(source)
+    if not code["commit"]:  # not a git checkout
         return where
-    if head.returncode != 0:  # not a checkout
-        return where
-    state = " with uncommitted changes" if dirty.stdout.strip() else ""
-    return f"{where}, commit {head.stdout.strip()}{state}"
+    return f"{where}, commit {code['commit'][:7]}" + (" with uncommitted changes" if code["dirty"] else "")
 
 
 def main() -> None:
