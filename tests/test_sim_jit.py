@@ -127,6 +127,16 @@ def test_units_from_any_source_reach_the_feature_kernels_as_views_of_one_table()
         cols = (units.pos, units.health, units.shield, units.cooldown, units.energy)
         assert {numba.typeof(c).layout for c in cols} == {"A"}
         assert len({id(c.base) for c in cols}) == 1  # one table
+    views = table.units()
+    assert views.as_views() is views  # the engine's own views pass as they are
+    # a source of separate arrays (another dtype, contiguous: other Numba types) is laid out the same way
+    plain = Units(3, *(np.array(c, dtype=np.float32) for c in (views.pos, views.health, views.shield)),
+                  np.array(views.cooldown), np.array(views.energy), views.health_max)  # fmt: skip
+    laid = plain.as_views()
+    cols = (laid.pos, laid.health, laid.shield, laid.cooldown, laid.energy)
+    assert {numba.typeof(c).layout for c in cols} == {"A"} and {c.dtype.name for c in cols} == {"float64"}
+    np.testing.assert_array_equal(laid.health, plain.health)
+    np.testing.assert_array_equal(laid.pos, plain.pos)
     one = Units.from_table(table.table(1))
     np.testing.assert_array_equal(one.pos[0], table.pos[1])
     np.testing.assert_array_equal(one.health[0], table.health[1])

@@ -104,19 +104,18 @@ class SmacFeatures(NumpyFeatures):
             return avail, obs, self.batch_state(u, last_action, steps, obs, geo)
         from marl.envs.smac.fast_features import observe_kernel, observe_kernel_parallel
 
-        o, n, E = self.opts, self.n_agents, u.n_envs
+        o, n, E, u = self.opts, self.n_agents, u.n_envs, u.as_views()
         avail = np.zeros((E, n, self.n_actions), dtype=np.int64)
         obs = np.zeros((E, n, self.obs_size), dtype=np.float32)
         state = np.zeros((E, 0 if o.obs_instead_of_state else self.state_size), dtype=np.float32)
-        f64 = np.float64
-        hmax = u.health_max.reshape(-1, u.health.shape[1]).astype(f64, copy=False)  # (1 or E, U)
+        hmax = u.health_max.reshape(-1, u.health.shape[1]).astype(np.float64, copy=False)  # (1 or E, U)
         per_env = (
             n,
-            u.pos.astype(f64, copy=False),
-            u.health.astype(f64, copy=False),
-            u.shield.astype(f64, copy=False),
-            u.cooldown.astype(f64, copy=False),
-            u.energy.astype(f64, copy=False),
+            u.pos,
+            u.health,
+            u.shield,
+            u.cooldown,
+            u.energy,
             hmax,
             last_action.astype(np.float32, copy=False),
             np.asarray(steps, dtype=np.int64),
@@ -143,15 +142,15 @@ class SmacFeatures(NumpyFeatures):
             return reward, self.batch_end_code(cur), dead_a, dead_e
         from marl.envs.smac.fast_features import reward_end_kernel
 
-        o, E, f64 = self.opts, cur.n_envs, np.float64
+        o, E, prev, cur = self.opts, cur.n_envs, prev.as_views(), cur.as_views()
         reward, code = np.empty(E), np.empty(E, dtype=np.int64)
         dead_a, dead_e = np.zeros(E, dtype=np.int64), np.zeros(E, dtype=np.int64)
         reward_end_kernel(
             self.n_agents,
-            prev.health.astype(f64, copy=False),
-            prev.shield.astype(f64, copy=False),
-            cur.health.astype(f64, copy=False),
-            cur.shield.astype(f64, copy=False),
+            prev.health,
+            prev.shield,
+            cur.health,
+            cur.shield,
             dead,
             self.spec.map_type in MEDIVAC_MAP_TYPES,
             self.ally_medivac,

@@ -81,6 +81,15 @@ class Units:
         cols = (cat(a.pos, e.pos), cat(a.health, e.health), cat(a.shield, e.shield))
         return cls.packed(len(a.health), *cols, cat(a.cooldown, e.cooldown), cat(a.energy, e.energy), hmax)
 
+    def as_views(self) -> Units:
+        """These units laid out as :meth:`packed` lays them out: ``self`` when every column is already a
+        float64 view of a wider table (the engine's state, :meth:`packed`), else a packed copy. What the
+        feature kernels take, so that no source compiles them for other array types (``sim/jit.py``)."""
+        cols = (self.pos, self.health, self.shield, self.cooldown, self.energy)
+        if all(c.dtype == np.float64 and not (c.flags.c_contiguous or c.flags.f_contiguous) for c in cols):
+            return self
+        return Units.packed(self.n_agents, *cols, self.health_max)
+
     @property
     def n_envs(self) -> int:
         return self.pos.shape[0]

@@ -26,9 +26,11 @@ turn, everything it calls. So the engine keeps one type for each argument on eve
   ``np.int64(0)``, whose types are the plain ones;
 - the geodesic table ``nav`` is the grid's shared read-only array (``engine._nav_for``), also in a copied
   or unpickled engine (``engine.SharedNav``);
-- the feature kernels take the units' columns as views of one table (``layout 'A'``), as the engine's state
-  gives them; ``features_layout.Units.packed`` lays out any other source (the real game's tables) the same
-  way.
+- the feature kernels take the units' columns as float64 views of one table (``layout 'A'``), as the
+  engine's state gives them; ``features_layout.Units.packed`` lays out any other source (the real game's
+  tables) the same way, and ``SmacFeatures`` passes every batch through ``Units.as_views`` first (a batch
+  of separate arrays, e.g. the recorded 3m states of ``benchmarks/fidelity``, compiled the feature kernels
+  a second time).
 
 **Few layers.** A compiled function's machine code holds the code of every compiled function it calls, so
 each layer of a call chain compiles the whole tree below it again. A layer that only loops over envs for one
