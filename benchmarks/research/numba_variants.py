@@ -3,10 +3,12 @@
 Numba compiles a function once for every distinct tuple of argument types it meets (``marl/envs/smac/sim/
 jit.py``, "One type per argument"). This runs the engine's paths in a child process whose Numba cache
 (``NUMBA_CACHE_DIR``) starts empty: SMAC's fused step on MMM and a deep copy of it, the serial and the
-threaded engine, the unit-table path of the real game, SMACv2's batched env serial and threaded. It then
-reads the cache's index files and lists every kernel compiled for more than one type tuple, with the
-child's CPU time and the size of what it compiled. ``--source`` runs another checkout's ``marl`` (e.g. a
-worktree of an older commit) for a before/after, ``--append`` adds its section to the result file.
+threaded engine, the unit-table path of the real game, SMACv2's batched env serial and threaded, and the
+feature layer given a batch of separate float32 arrays (as ``benchmarks/fidelity`` builds the recorded
+states). It then reads the cache's index files and lists every kernel compiled for more than one type
+tuple, with the child's CPU time and the size of what it compiled. ``--source`` runs another checkout's
+``marl`` (e.g. a worktree of an older commit) for a before/after, ``--append`` adds its section to the
+result file.
 
     python benchmarks/research/numba_variants.py
     python benchmarks/research/numba_variants.py --source ../old-checkout --append
@@ -31,6 +33,7 @@ import copy
 import numpy as np
 from marl.envs.smac import StarCraft2Env
 from marl.envs.smac.batched_env import BatchedStarCraft2Env
+from marl.envs.smac.features import Units
 from marl.envs.smac.maps import load_map
 from marl.envs.smac.sim.engine import BatchedSimEngine, SimEngine
 from marl.envs.smac.smacv2.batched import BatchedSMACv2Env
@@ -57,6 +60,11 @@ for threads in (1, 2):
 tables = StarCraft2Env("MMM", engine=Tables(spec))
 tables.reset()
 tables.step([1] * tables.n_agents)
+u = BatchedSimEngine(spec, 2, seed=0).reset().units()
+cols = (u.pos, u.health, u.shield, u.cooldown, u.energy)  # as separate float32 arrays: fidelity's states
+plain = Units(u.n_agents, *(np.array(c, dtype=np.float32) for c in cols), u.health_max)
+env.features.observe(plain, np.zeros((2, env.n_agents, env.n_actions), np.float32), np.zeros(2, np.int64))
+env.features.reward_and_end(plain, plain, np.zeros((2, plain.health.shape[1]), bool))
 """
 
 
