@@ -51,25 +51,28 @@ train: kernels
 	$(PY) -m marl train --alg $(ALG) --map $(MAP)
 
 # The test tiers (docs/testing.md; tests/conftest.py gives each test one): `make test` runs every tier but
-# external (what CI runs), `make test-fast` the unit tier alone (budget 90 s).
+# external (what CI runs), `make test-fast` the unit tier alone (budget 90 s). The suite writes Python's
+# bytecode caches even where the environment sets PYTHONDONTWRITEBYTECODE: without them every worker of
+# every run rewrites the asserts of every test module again (collection 13.6-14.0 s against 7.2-8.1 s).
+PYTEST := PYTHONDONTWRITEBYTECODE= $(PY) -m pytest
 test: venv-test kernels
 	$(PY) -m ruff check marl scripts tests benchmarks
 	$(PY) -m ruff format --check marl scripts tests benchmarks
-	$(PY) -m pytest -q $(XDIST) -m "not external" --durations=15
+	$(PYTEST) -q $(XDIST) -m "not external" --durations=15
 
 test-fast: venv-test kernels
-	$(PY) -m pytest -q $(XDIST) -m unit --durations=5
+	$(PYTEST) -q $(XDIST) -m unit --durations=5
 
 # Line coverage of marl/ (pytest-cov) over the `make test` selection, or one tier (`make coverage
 # COVERAGE_TIERS=unit`): a report in the terminal and in coverage.xml (git ignores both it and .coverage).
 # Code run only in a subprocess a test starts is not counted.
 COVERAGE_TIERS ?= not external
 coverage: venv-test kernels
-	$(PY) -m pytest -q $(XDIST) -m "$(COVERAGE_TIERS)" --cov=marl --cov-report=term --cov-report=xml
+	$(PYTEST) -q $(XDIST) -m "$(COVERAGE_TIERS)" --cov=marl --cov-report=term --cov-report=xml
 
 # The external tier: the real game (scripts/install_sc2.sh) and MindInsight (make board-env); skips what is absent.
 test-external: venv-test kernels
-	$(PY) -m pytest -q -m external -rs
+	$(PYTEST) -q -m external -rs
 
 lint: venv-test
 	$(PY) -m ruff check marl scripts tests benchmarks
