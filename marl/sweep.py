@@ -240,7 +240,7 @@ def _state(res: RunResult, metric: str) -> str:
 
 def sweep_main(argv: Sequence[str] | None = None) -> tuple[Path, list[RunResult]]:
     """The ``scripts/sweep.py`` command line; returns the sweep folder and the per-run results."""
-    from marl.runners.ray_runner import _ray, connect
+    from marl.runners.ray_runner import RayStartError, _ray, connect
 
     args = build_parser().parse_args(argv)
     if args.resume:
@@ -260,7 +260,10 @@ def sweep_main(argv: Sequence[str] | None = None) -> tuple[Path, list[RunResult]
     out.mkdir(parents=True, exist_ok=True)
     (out / PLAN_FILE).write_text(json.dumps(record, indent=1), encoding="utf-8")
     clear(out)  # an earlier stop request: this invocation runs
-    owns = connect(args.address, args.num_cpus)
+    try:
+        owns = connect(args.address, args.num_cpus)
+    except (ConnectionError, RayStartError) as err:  # before any run: one line, exit 1
+        raise SystemExit(f"[sweep] {err}") from err
     try:
         check_memory_offered(run_memory)
         print(

@@ -39,6 +39,13 @@ def _ray() -> Any:
     return ray
 
 
+START_TRIES = 2  # a local Ray whose node times out at start (Ray's fixed 30 s wait) is started again once
+
+
+class RayStartError(RuntimeError):
+    """A local Ray whose node did not come up in :data:`START_TRIES` tries."""
+
+
 def connect(address: str = "", num_cpus: int | None = None) -> bool:
     """Make sure Ray is initialised; returns True when this call started it (the caller then shuts it down).
 
@@ -54,14 +61,26 @@ def connect(address: str = "", num_cpus: int | None = None) -> bool:
         kwargs.update(num_cpus=num_cpus, include_dashboard=False)
     elif num_cpus is not None:
         raise ValueError(f"num_cpus is set by the cluster, not by a driver joining it (address={address!r})")
-    try:
-        ray.init(address=address, **kwargs)
-    except ConnectionError as err:
-        raise ConnectionError(
-            f"cannot reach a Ray cluster at ray.address={address!r} ({err}); start one with "
-            "`ray start --head`, or leave ray.address empty for a local Ray in this process"
-        ) from err
-    return True
+    for attempt in range(1, START_TRIES + 1):
+        try:
+            ray.init(address=address, **kwargs)
+            return True
+        except ConnectionError as err:
+            raise ConnectionError(
+                f"cannot reach a Ray cluster at ray.address={address!r} ({err}); start one with "
+                "`ray start --head`, or leave ray.address empty for a local Ray in this process"
+            ) from err
+        except Exception as err:  # Ray raises a bare Exception when its local node does not come up
+            if address != "local" or "timed out during startup" not in str(err):
+                raise
+            ray.shutdown()  # the processes of the half-started node
+            print(f"[ray] a local Ray did not start in time (try {attempt} of {START_TRIES}): {err}")
+            failed = err
+    raise RayStartError(
+        f"a local Ray did not start in {START_TRIES} tries: Ray waits 30 s for its node, which a machine "
+        "busy with other work can exceed. Nothing has run: run the same command again, or start Ray once "
+        "with `ray start --head` and pass its address"
+    ) from failed
 
 
 class RayRunner(ParallelRunner):
